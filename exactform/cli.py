@@ -1,0 +1,38 @@
+"""The ``exactform`` command (DESIGN §5).  Exit codes: 0 proved/done, 1 refuted or a failed
+check, 2 bad input or usage.  Bad input is reported as one line, never as a traceback."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .formats import InputError
+
+COMMANDS = ("compile", "eval")
+"""Sub-command modules under ``exactform.commands``; each has ``add_parser`` and ``run``."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="exactform", description="Exact Transformer constructions of "
+                                     "Maxout networks, with proofs and certificates.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        module = importlib.import_module(f".commands.{name.replace('-', '_')}", __package__)
+        module.add_parser(sub).set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except InputError as e:
+        print(f"exactform: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("exactform: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

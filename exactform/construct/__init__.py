@@ -1,0 +1,1 @@
+"""Constructions: Maxout → Transformer, CPWL front-ends, region-rich families."""

@@ -1,0 +1,165 @@
+"""Strict readers for the JSON formats of DESIGN §4, and canonical writers.
+
+Every violation raises ``InputError`` naming the file, the field path and the index
+(``net.json: layers[0].weight[3][1]: ...``); the CLI turns it into one line and exit code 2.
+Writers produce canonical JSON (sorted keys, fixed separators) so sha256 digests are stable,
+and write atomically so a failed command never leaves a half-written file.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from fractions import Fraction
+from pathlib import Path
+
+from .numbers import RationalSyntaxError, format_rational, parse_rational
+
+
+class InputError(Exception):
+    """Bad input: a one-line message with file, field path and index."""
+
+    def __init__(self, source: str, path: str, message: str):
+        self.source, self.path, self.message = source, path, message
+        where = f"{source}: {path}" if path else source
+        super().__init__(f"{where}: {message}")
+
+
+class Reader:
+    """A cursor into a parsed JSON document that knows its file and field path."""
+
+    def __init__(self, value: object, source: str = "<input>", path: str = ""):
+        self.value, self.source, self.path = value, source, path
+
+    def error(self, message: str) -> InputError:
+        return InputError(self.source, self.path, message)
+
+    def field(self, key: str) -> "Reader":
+        obj = self.dict()
+        if key not in obj:
+            raise self.error(f"missing field {key!r}")
+        return Reader(obj[key], self.source, f"{self.path}.{key}" if self.path else key)
+
+    def item(self, index: int) -> "Reader":
+        return Reader(self.value[index], self.source, f"{self.path}[{index}]")
+
+    def dict(self, keys: set[str] | None = None, optional: set[str] = frozenset()) -> dict:
+        if not isinstance(self.value, dict):
+            raise self.error(f"expected an object, got {type(self.value).__name__}")
+        if keys is not None:
+            missing = sorted(keys - self.value.keys())
+            extra = sorted(self.value.keys() - keys - optional)
+            if missing:
+                raise self.error(f"missing field {missing[0]!r}")
+            if extra:
+                raise self.error(f"unknown field {extra[0]!r}")
+        return self.value
+
+    def list(self, length: int | None = None, nonempty: bool = False) -> list["Reader"]:
+        if not isinstance(self.value, list):
+            raise self.error(f"expected a list, got {type(self.value).__name__}")
+        if length is not None and len(self.value) != length:
+            raise self.error(f"expected {length} entries, got {len(self.value)}")
+        if nonempty and not self.value:
+            raise self.error("expected a non-empty list")
+        return [self.item(i) for i in range(len(self.value))]
+
+    def int(self, minimum: int | None = None) -> int:
+        v = self.value
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise self.error(f"expected an integer, got {type(v).__name__}")
+        if minimum is not None and v < minimum:
+            raise self.error(f"expected an integer >= {minimum}, got {v}")
+        return v
+
+    def str(self, choices: tuple[str, ...] | None = None) -> str:
+        if not isinstance(self.value, str):
+            raise self.error(f"expected a string, got {type(self.value).__name__}")
+        if choices is not None and self.value not in choices:
+            raise self.error(f"expected one of {', '.join(choices)}, got {self.value[:40]!r}")
+        return self.value
+
+    def rational(self) -> Fraction:
+        try:
+            return parse_rational(self.value)
+        except RationalSyntaxError as e:
+            raise self.error(str(e)) from None
+
+    def vector(self, length: int | None = None) -> list[Fraction]:
+        return [r.rational() for r in self.list(length)]
+
+    def matrix(self, rows: int | None = None, cols: int | None = None) -> list[list[Fraction]]:
+        out = [r.vector(cols) for r in self.list(rows)]
+        if cols is None and out and any(len(r) != len(out[0]) for r in out):
+            bad = next(i for i, r in enumerate(out) if len(r) != len(out[0]))
+            raise self.item(bad).error(f"expected {len(out[0])} entries (as row 0), got {len(out[bad])}")
+        return out
+
+
+def load_json(path: str | os.PathLike) -> Reader:
+    """Parse a JSON file; JSON floats, NaN and Infinity are rejected at parse time."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(source, "", f"cannot read: {e.strerror if isinstance(e, OSError) else e}") from None
+    return parse_json(text, source)
+
+
+def parse_json(text: str, source: str = "<input>") -> Reader:
+    def no_float(literal: str):
+        raise ValueError(f"float literal {literal} (exact files take rational strings, e.g. \"1/2\")")
+
+    def no_constant(literal: str):
+        raise ValueError(f"{literal} is not a number")
+
+    try:
+        value = json.loads(text, parse_float=no_float, parse_constant=no_constant)
+    except json.JSONDecodeError as e:
+        raise InputError(source, "", f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except ValueError as e:
+        raise InputError(source, "", str(e)) from None
+    except RecursionError:
+        raise InputError(source, "", "JSON nested too deeply") from None
+    return Reader(value, source)
+
+
+def check_format(doc: Reader, expected: str) -> None:
+    fmt = doc.field("format")
+    if fmt.value != expected:
+        raise fmt.error(f"expected {expected!r}, got {str(fmt.value)[:60]!r}")
+
+
+def encode_vector(values: list[Fraction]) -> list[str]:
+    return [format_rational(v) for v in values]
+
+
+def encode_matrix(rows: list[list[Fraction]]) -> list[list[str]]:
+    return [encode_vector(r) for r in rows]
+
+
+def canonical_json(obj: object) -> str:
+    """Canonical text: sorted keys, no spaces, trailing newline. Its sha256 is the model's digest."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True) + "\n"
+
+
+def sha256(obj: object) -> str:
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
+
+
+def write_json(path: str | os.PathLike, obj: object) -> None:
+    """Write canonical JSON atomically: either the whole file appears, or nothing does."""
+    write_text(path, canonical_json(obj))
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,354 @@
+"""Transformers of DESIGN §1: ``T`` token columns of width ``w``, residual attention and
+feed-forward blocks, hardmax (ties share equally) or softmax(λ) attention.
+
+Exact evaluation keeps the whole state as integers over one common denominator and uses the
+block structure: each block multiplies only the coordinates it *reads* (non-zero columns of its
+input maps) and updates only the coordinates it *writes* (non-zero rows of its output maps).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property, lru_cache
+
+import flint
+import sympy
+
+from ..formats import Reader, check_format, encode_matrix, encode_vector, sha256
+from ..numbers import QMatrix, format_rational, to_sympy
+from .box import Box
+
+Matrix = list[list[Fraction]]
+
+
+def _nonzero_columns(*mats: Matrix) -> list[int]:
+    cols = len(mats[0][0]) if mats and mats[0] else 0
+    return [j for j in range(cols) if any(row[j] for m in mats for row in m)]
+
+
+def _nonzero_rows(m: Matrix, extra: list[Fraction] | None = None) -> list[int]:
+    return [i for i, row in enumerate(m) if any(row) or (extra is not None and extra[i])]
+
+
+@dataclass(frozen=True, eq=False)
+class FeedForward:
+    """``X'[:,t] = X[:,t] + w2 ReLU(w1 X[:,t] + b1) + b2`` for every token t."""
+    w1: Matrix
+    b1: list[Fraction]
+    w2: Matrix
+    b2: list[Fraction]
+    kind = "feedforward"
+
+    @property
+    def hidden(self) -> int:
+        return len(self.w1)
+
+    @cached_property
+    def reads(self) -> list[int]:
+        return _nonzero_columns(self.w1)
+
+    @cached_property
+    def writes(self) -> list[int]:
+        return _nonzero_rows(self.w2, self.b2)
+
+    @cached_property
+    def _maps(self) -> tuple[QMatrix, QMatrix]:
+        first = QMatrix.from_rows([[row[j] for j in self.reads] + [b] for row, b in zip(self.w1, self.b1)])
+        second = QMatrix.from_rows([self.w2[i] + [self.b2[i]] for i in self.writes], ncols=self.hidden + 1)
+        return first, second
+
+    def update(self, state: "State") -> None:
+        first, second = self._maps
+        pre = first @ state.gather(self.reads)
+        rows = pre.num.tolist()
+        zero = flint.fmpz(0)
+        act = [[x if x > zero else zero for x in row] for row in rows]
+        act.append([pre.den] * state.columns)
+        state.add_rows(self.writes, second @ QMatrix(flint.fmpz_mat(act), pre.den))
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "w1": encode_matrix(self.w1), "b1": encode_vector(self.b1),
+                "w2": encode_matrix(self.w2), "b2": encode_vector(self.b2)}
+
+
+@dataclass(frozen=True, eq=False)
+class Head:
+    """One head: scores ``(query X_i)·(key X_j)``, output ``output · value X``."""
+    query: Matrix
+    key: Matrix
+    value: Matrix
+    output: Matrix
+
+    def to_json(self) -> dict:
+        return {"query": encode_matrix(self.query), "key": encode_matrix(self.key),
+                "value": encode_matrix(self.value), "output": encode_matrix(self.output)}
+
+
+@dataclass(frozen=True, eq=False)
+class Attention:
+    """``X'[:,i] = X[:,i] + Σ_h O_h Σ_j A^h_ij V_h X[:,j]``; every head reads the block's input."""
+    heads: list[Head]
+    kind = "attention"
+
+    @cached_property
+    def reads(self) -> list[int]:
+        return _nonzero_columns(*(m for h in self.heads for m in (h.query, h.key, h.value)))
+
+    @cached_property
+    def output(self) -> Matrix:
+        """All heads' output maps side by side: ``[O_1 | O_2 | ...]``."""
+        return [[x for h in self.heads for x in h.output[r]] for r in range(len(self.heads[0].output))]
+
+    @cached_property
+    def writes(self) -> list[int]:
+        return _nonzero_rows(self.output)
+
+    @cached_property
+    def _maps(self) -> tuple[QMatrix, QMatrix, QMatrix, QMatrix, list[int], list[int]]:
+        """Stacked query, key, value (on the read coordinates, plus a zero bias column), the
+        output on the written coordinates, and each head's row offsets."""
+        def stack(mats):
+            return QMatrix.from_rows([[row[j] for j in self.reads] + [Fraction(0)] for m in mats for row in m])
+        qk_off, v_off = [0], [0]
+        for h in self.heads:
+            qk_off.append(qk_off[-1] + len(h.query))
+            v_off.append(v_off[-1] + len(h.value))
+        out = QMatrix.from_rows([self.output[r] for r in self.writes], ncols=v_off[-1])
+        return (stack(h.query for h in self.heads), stack(h.key for h in self.heads),
+                stack(h.value for h in self.heads), out, qk_off, v_off)
+
+    def update(self, state: "State", tokens: int) -> None:
+        q, k, v, o, qk_off, v_off = self._maps
+        x = state.gather(self.reads)
+        qx, kx, vx = (q @ x).num.tolist(), (k @ x).num.tolist(), v @ x
+        values = vx.num.tolist()
+        sums, sizes = [], set()
+        for h in range(len(self.heads)):
+            winners = hardmax_winners(qx[qk_off[h]:qk_off[h + 1]], kx[qk_off[h]:qk_off[h + 1]], tokens)
+            sizes.update(len(win) for win in winners)
+            for row in values[v_off[h]:v_off[h + 1]]:
+                sums.append([(sum(row[j] for j in win), len(win)) for win in winners])
+        common = math.lcm(*sizes)
+        mixed = flint.fmpz_mat([[s * (common // n) for s, n in row] for row in sums])
+        state.add_rows(self.writes, o @ QMatrix(mixed, vx.den * common))
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "heads": [h.to_json() for h in self.heads]}
+
+
+def hardmax_winners(qx: list[list], kx: list[list], tokens: int) -> list[list[int]]:
+    """For each column i (a (point, token) pair), the argmax set ``M_i`` of the scores
+    ``s_ij = Σ_r qx[r][i]·kx[r][j]`` over the tokens j of the same point (hardmax: ties
+    share equally).  ``qx``, ``kx`` are integers over common denominators, so scores compare
+    exactly as integers.
+    """
+    winners = []
+    for base in range(0, len(qx[0]), tokens):
+        keys = range(base, base + tokens)
+        for i in keys:
+            scores = [sum(a[i] * b[j] for a, b in zip(qx, kx)) for j in keys]
+            top = max(scores)
+            winners.append([j for j, s in zip(keys, scores) if s == top])
+    return winners
+
+
+class State:
+    """The residual stream of a batch as one homogeneous ``QMatrix``: rows are the coordinates
+    plus a final row of ones, columns are (point, token) pairs, ordered point-major."""
+
+    REDUCE_BITS = 256
+    """Cancel common factors once the denominator grows past this many bits (amortised gcds)."""
+
+    def __init__(self, x: QMatrix):
+        self.x = x
+        self.columns = x.shape[1]
+
+    def gather(self, indices: list[int]) -> QMatrix:
+        """Rows ``indices`` plus the row of ones."""
+        return QMatrix(_selection(tuple(indices) + (self.x.shape[0] - 1,), self.x.shape[0]) * self.x.num, self.x.den)
+
+    def add_rows(self, indices: list[int], delta: QMatrix) -> None:
+        """``x[indices] += delta`` (a scatter product; the ones row is never written)."""
+        x, rows = self.x, self.x.shape[0]
+        den = math.lcm(x.den, delta.den)
+        scatter = _selection(tuple(indices), rows).transpose()
+        num = x.num * (den // x.den) + scatter * delta.num * (den // delta.den)
+        self.x = QMatrix(num, den)
+        if den.bit_length() > self.REDUCE_BITS:
+            self.x = self.x.reduced()
+
+
+@lru_cache(maxsize=4096)
+def _selection(indices: tuple[int, ...], size: int) -> flint.fmpz_mat:
+    """The 0/1 matrix picking rows ``indices`` out of ``size``."""
+    m = flint.fmpz_mat(len(indices), size)
+    for r, c in enumerate(indices):
+        m[r, c] = 1
+    return m
+
+
+@dataclass(frozen=True, eq=False)
+class Transformer:
+    """An exact Transformer on the box ``domain`` (outside it, no claim is made)."""
+    domain: Box
+    tokens: int
+    width: int
+    attention: str | Fraction          # "hardmax" or the softmax scale λ
+    embed_weight: Matrix                # [w][d]
+    embed_bias: Matrix                  # [T][w]: the token-wise shift / position
+    blocks: list[FeedForward | Attention]
+    readout_token: int
+    readout_weight: Matrix
+    readout_bias: list[Fraction]
+    layout: dict
+
+    FORMAT = "exactform/transformer@1"
+
+    @property
+    def input_dim(self) -> int:
+        return self.domain.dim
+
+    @property
+    def output_dim(self) -> int:
+        return len(self.readout_weight)
+
+    @property
+    def is_hardmax(self) -> bool:
+        return self.attention == "hardmax"
+
+    def parameter_count(self) -> int:
+        return sum(len(m) * len(m[0]) if m else 0 for m in self.matrices()) + \
+            sum(len(v) for v in self.vectors())
+
+    def nonzero_count(self) -> int:
+        return sum(1 for m in self.matrices() for row in m for x in row if x) + \
+            sum(1 for v in self.vectors() for x in v if x)
+
+    def matrices(self) -> list[Matrix]:
+        out = [self.embed_weight, self.embed_bias, self.readout_weight]
+        for b in self.blocks:
+            if isinstance(b, FeedForward):
+                out += [b.w1, b.w2]
+            else:
+                out += [m for h in b.heads for m in (h.query, h.key, h.value, h.output)]
+        return out
+
+    def vectors(self) -> list[list[Fraction]]:
+        return [self.readout_bias] + [v for b in self.blocks if isinstance(b, FeedForward) for v in (b.b1, b.b2)]
+
+    def sympy_embedding(self) -> tuple[sympy.Matrix, sympy.Matrix]:
+        """(E, P) as SymPy Rationals: token t starts as ``E x + P[t]``."""
+        return to_sympy(self.embed_weight), to_sympy(self.embed_bias)
+
+    # --- exact evaluation ------------------------------------------------------------------------
+    def residual_batch(self, points: list[list[Fraction]]) -> State:
+        """The residual stream after the last block, columns ordered (point, token)."""
+        if not self.is_hardmax:
+            raise ValueError("a softmax Transformer has no exact rational value; "
+                             "use exactform.prove.softmax for a rigorous enclosure")
+        embed, _ = self._io_maps
+        T = self.tokens
+        cols = [list(point) + [Fraction(t == s) for s in range(T)] for point in points for t in range(T)]
+        state = State(embed @ QMatrix.from_rows([list(r) for r in zip(*cols)]))
+        for block in self.blocks:
+            if isinstance(block, FeedForward):
+                block.update(state)
+            else:
+                block.update(state, self.tokens)
+        return state
+
+    def evaluate_batch(self, points: list[list[Fraction]]) -> list[list[Fraction]]:
+        if not points:
+            return []
+        state = self.residual_batch(points)
+        cols = [p * self.tokens + self.readout_token for p in range(len(points))]
+        picked = QMatrix(state.x.num * _selection(tuple(cols), state.columns).transpose(), state.x.den)
+        return (self._io_maps[1] @ picked).reduced().columns()
+
+    @cached_property
+    def _io_maps(self) -> tuple[QMatrix, QMatrix]:
+        """Homogeneous embedding ``[x; e_t] ↦ [E x + P[t]; 1]`` and read-out ``[R | c]``."""
+        T, d = self.tokens, self.input_dim
+        embed = QMatrix.from_rows([self.embed_weight[r] + [self.embed_bias[t][r] for t in range(T)]
+                                   for r in range(self.width)] + [[Fraction(0)] * d + [Fraction(1)] * T])
+        readout = QMatrix.from_rows([w + [b] for w, b in zip(self.readout_weight, self.readout_bias)])
+        return embed, readout
+
+    def __call__(self, point: list[Fraction]) -> list[Fraction]:
+        return self.evaluate_batch([point])[0]
+
+    # --- JSON ----------------------------------------------------------------------------------
+    def to_json(self) -> dict:
+        att = "hardmax" if self.is_hardmax else {"softmax": format_rational(self.attention)}
+        return {
+            "format": self.FORMAT, "input_dim": self.input_dim, "tokens": self.tokens,
+            "width": self.width, "attention": att, "domain": self.domain.to_json(),
+            "embed": {"weight": encode_matrix(self.embed_weight), "bias": encode_matrix(self.embed_bias)},
+            "blocks": [b.to_json() for b in self.blocks],
+            "readout": {"token": self.readout_token, "weight": encode_matrix(self.readout_weight),
+                        "bias": encode_vector(self.readout_bias)},
+            "layout": self.layout,
+        }
+
+    def digest(self) -> str:
+        return sha256(self.to_json())
+
+    def with_attention(self, attention: str | Fraction) -> "Transformer":
+        from dataclasses import replace
+        return replace(self, attention=attention)
+
+    @classmethod
+    def from_json(cls, doc: Reader) -> "Transformer":
+        doc.dict({"format", "input_dim", "tokens", "width", "attention", "domain", "embed", "blocks",
+                  "readout"}, optional={"layout"})
+        check_format(doc, cls.FORMAT)
+        d = doc.field("input_dim").int(minimum=1)
+        T = doc.field("tokens").int(minimum=1)
+        w = doc.field("width").int(minimum=1)
+        att = doc.field("attention")
+        if isinstance(att.value, dict):
+            att.dict({"softmax"})
+            attention = att.field("softmax").rational()
+            if attention <= 0:
+                raise att.field("softmax").error("the softmax scale λ must be positive")
+        else:
+            attention = att.str(("hardmax",))
+        domain = Box.from_json(doc.field("domain"), d)
+        emb = doc.field("embed")
+        emb.dict({"weight", "bias"})
+        ew, eb = emb.field("weight").matrix(w, d), emb.field("bias").matrix(T, w)
+        blocks = [_block_from_json(b, w) for b in doc.field("blocks").list()]
+        ro = doc.field("readout")
+        ro.dict({"token", "weight", "bias"})
+        token = ro.field("token").int(minimum=0)
+        if token >= T:
+            raise ro.field("token").error(f"token {token} out of range (tokens = {T})")
+        rw = ro.field("weight").matrix(cols=w)
+        if not rw:
+            raise ro.field("weight").error("a Transformer needs at least one output")
+        rb = ro.field("bias").vector(len(rw))
+        layout = doc.field("layout").dict() if "layout" in doc.value else {}
+        return cls(domain, T, w, attention, ew, eb, blocks, token, rw, rb, layout)
+
+
+def _block_from_json(r: Reader, w: int) -> FeedForward | Attention:
+    kind = r.field("kind").str(("feedforward", "attention"))
+    if kind == "feedforward":
+        r.dict({"kind", "w1", "b1", "w2", "b2"})
+        w1 = r.field("w1").matrix(cols=w)
+        if not w1:
+            raise r.field("w1").error("a feed-forward block needs at least one hidden unit")
+        h = len(w1)
+        return FeedForward(w1, r.field("b1").vector(h), r.field("w2").matrix(w, h), r.field("b2").vector(w))
+    r.dict({"kind", "heads"})
+    heads = []
+    for hr in r.field("heads").list(nonempty=True):
+        hr.dict({"query", "key", "value", "output"})
+        q = hr.field("query").matrix(cols=w)
+        k = hr.field("key").matrix(len(q), w)
+        v = hr.field("value").matrix(cols=w)
+        if not q or not v:
+            raise hr.error("query and value need at least one row")
+        heads.append(Head(q, k, v, hr.field("output").matrix(w, len(v))))
+    return Attention(heads)

@@ -1,0 +1,168 @@
+"""Exact rationals: the strict string grammar, exact float conversion, and fast matrices.
+
+Invariant: every number on an exact path is a ``fractions.Fraction`` (user-facing, per entry)
+or an integer matrix over one positive common denominator (``QMatrix``, the hot path, backed by
+python-flint's ``fmpz_mat``).  No float is ever accepted: ``to_fraction`` raises on one, and
+``from_float`` is the single, explicit, exact float → rational door.
+"""
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+import flint
+import sympy
+
+MAX_DIGITS = 4000
+"""Largest number of decimal digits accepted in a numerator or denominator (documented limit)."""
+
+_RATIONAL = re.compile(r"(-?)(0|[1-9][0-9]*)(?:/([1-9][0-9]*))?\Z")
+
+
+class RationalSyntaxError(ValueError):
+    """A string that is not a canonical rational of the exactform grammar."""
+
+
+def parse_rational(text: object) -> Fraction:
+    """Parse ``-?N(/D)?`` in canonical form: reduced, ``D > 1``, no sign on zero, no leading zeros.
+
+    Grammar only: no ``eval``, no ``sympify``, no floats, no whitespace, no ``nan``/``inf``.
+    """
+    if not isinstance(text, str):
+        raise RationalSyntaxError(f"expected a rational string such as \"-7/12\", got {_describe(text)}")
+    m = _RATIONAL.match(text)
+    if m is None:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise RationalSyntaxError(f"{shown!r} is not a rational of the form \"-7/12\"")
+    sign, num, den = m.groups()
+    if len(num) > MAX_DIGITS or (den is not None and len(den) > MAX_DIGITS):
+        raise RationalSyntaxError(f"more than {MAX_DIGITS} digits (documented size limit)")
+    p, q = int(num), int(den) if den is not None else 1
+    if den is not None and (q == 1 or math.gcd(p, q) != 1):
+        raise RationalSyntaxError(f"{text!r} is not in canonical form (reduced, denominator > 1)")
+    if sign and p == 0:
+        raise RationalSyntaxError("'-0' is not canonical; write '0'")
+    return Fraction(-p if sign else p, q)
+
+
+def format_rational(value: Fraction | int) -> str:
+    """The canonical string of a rational: ``"3"``, ``"-7/12"``."""
+    value = to_fraction(value)
+    if value.denominator == 1:
+        return str(value.numerator)
+    return f"{value.numerator}/{value.denominator}"
+
+
+def from_float(x: float) -> Fraction:
+    """The exact dyadic rational equal to a finite binary float (NaN and infinities raise)."""
+    if not math.isfinite(x):
+        raise ValueError(f"{x!r} is not a finite number")
+    return Fraction(x)
+
+
+def to_fraction(value: object) -> Fraction:
+    """Coerce an exact scalar (int, Fraction, flint fmpz/fmpq, SymPy Rational) to ``Fraction``.
+
+    Floats are refused: a float reaching an exact path is a bug.
+    """
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, bool) or isinstance(value, float):
+        raise TypeError(f"{value!r} is not exact; use from_float() for an exact conversion")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, flint.fmpz):
+        return Fraction(int(value))
+    if isinstance(value, flint.fmpq):
+        return Fraction(int(value.p), int(value.q))
+    if isinstance(value, sympy.Rational):
+        return Fraction(int(value.p), int(value.q))
+    raise TypeError(f"{value!r} ({type(value).__name__}) is not an exact rational")
+
+
+def to_sympy(rows: list[list[Fraction]]) -> sympy.Matrix:
+    """The user-facing SymPy ``Rational`` matrix of a list of rows."""
+    return sympy.Matrix([[sympy.Rational(v.numerator, v.denominator) for v in row] for row in rows])
+
+
+def bit_size(value: Fraction) -> tuple[int, int]:
+    """Bits of |numerator| and of denominator."""
+    return abs(value.numerator).bit_length(), value.denominator.bit_length()
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, float):
+        return f"the float literal {value!r} (floats are not exact; write a string)"
+    return f"{type(value).__name__} {value!r}"[:80]
+
+
+class QMatrix:
+    """An exact rational matrix ``num / den``: integer ``fmpz_mat`` over one common ``den > 0``.
+
+    Sharing one denominator makes products integer products and comparisons integer
+    comparisons, which is what makes exact evaluation fast (see benchmarks/numbers_bench.py).
+    """
+
+    __slots__ = ("num", "den")
+
+    def __init__(self, num: flint.fmpz_mat, den: int = 1):
+        if den <= 0:
+            raise ValueError("denominator must be positive")
+        self.num, self.den = num, int(den)
+
+    @classmethod
+    def from_rows(cls, rows: list[list[Fraction]], ncols: int | None = None) -> "QMatrix":
+        ncols = len(rows[0]) if rows else (ncols or 0)
+        den = 1
+        for row in rows:
+            for v in row:
+                den = math.lcm(den, v.denominator)
+        ints = [[int(v.numerator * (den // v.denominator)) for v in row] for row in rows]
+        return cls(flint.fmpz_mat(len(rows), ncols, [x for r in ints for x in r]), den)
+
+    @classmethod
+    def from_ints(cls, rows: list[list[int]], den: int = 1, ncols: int | None = None) -> "QMatrix":
+        ncols = len(rows[0]) if rows else (ncols or 0)
+        return cls(flint.fmpz_mat(len(rows), ncols, [x for r in rows for x in r]), den)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.num.nrows(), self.num.ncols()
+
+    def int_rows(self) -> list[list[int]]:
+        return [[int(x) for x in row] for row in self.num.tolist()]
+
+    def rows(self) -> list[list[Fraction]]:
+        return [[Fraction(x, self.den) for x in row] for row in self.int_rows()]
+
+    def columns(self) -> list[list[Fraction]]:
+        return [list(c) for c in zip(*self.rows())] if self.shape[0] else [[] for _ in range(self.shape[1])]
+
+    def to_sympy(self) -> sympy.Matrix:
+        return to_sympy(self.rows()) if self.shape[0] else sympy.zeros(0, self.shape[1])
+
+    def __matmul__(self, other: "QMatrix") -> "QMatrix":
+        return QMatrix(self.num * other.num, self.den * other.den)
+
+    def __add__(self, other: "QMatrix") -> "QMatrix":
+        den = math.lcm(self.den, other.den)
+        return QMatrix(self.num * (den // self.den) + other.num * (den // other.den), den)
+
+    def reduced(self) -> "QMatrix":
+        """The same matrix with numerators and denominator divided by their gcd."""
+        g = self.den
+        for x in self.num.entries():
+            if g == 1:
+                return self
+            g = math.gcd(g, int(x))
+        if g == 1:
+            return self
+        return QMatrix(flint.fmpz_mat(*self.shape, [int(x) // g for x in self.num.entries()]), self.den // g)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, QMatrix) and self.shape == other.shape and \
+            self.num * other.den == other.num * self.den
+
+    def __repr__(self) -> str:
+        return f"QMatrix({self.rows()!r})"

@@ -1,0 +1,1 @@
+"""Proofs: interval bounds, symbolic identities, SMT queries, softmax lemmas, region counts."""

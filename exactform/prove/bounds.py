@@ -1,0 +1,67 @@
+"""Exact interval bounds (``interval_bounds``) over box domains.
+
+Invariant: for every x in the box, every coordinate lies in its interval; all endpoints are
+``Fraction``, computed by exact interval arithmetic (no rounding, so no outward widening needed).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import flint
+
+from ..numbers import QMatrix
+
+Interval = tuple[Fraction, Fraction]
+
+
+def affine_interval(weights: list[Fraction], bias: Fraction, box: list[Interval]) -> Interval:
+    """The exact range of ``w·x + b`` over the box (tight: attained at a corner)."""
+    lo = hi = bias
+    for w, (a, b) in zip(weights, box):
+        if w > 0:
+            lo += w * a
+            hi += w * b
+        elif w < 0:
+            lo += w * b
+            hi += w * a
+    return lo, hi
+
+
+def magnitude(interval: Interval) -> Fraction:
+    """``max |v|`` over the interval."""
+    return max(-interval[0], interval[1])
+
+
+@dataclass(frozen=True)
+class MaxoutBounds:
+    """``inputs[l]`` bounds ``h^l`` (l = 0..L); ``pieces[l][i][j]`` bounds ``a_ij`` of layer l+1."""
+    inputs: list[list[Interval]]
+    pieces: list[list[list[Interval]]]
+
+
+def affine_intervals(rows: QMatrix, box: list[Interval]) -> list[Interval]:
+    """``affine_interval`` for every row ``[w | b]`` of a homogeneous matrix, as two integer
+    matrix products: ``lo = W⁺·lower + W⁻·upper + b``, ``hi = W⁺·upper + W⁻·lower + b``."""
+    ints = rows.num.tolist()
+    zero = flint.fmpz(0)
+    pos = flint.fmpz_mat([[x if x > zero else zero for x in r[:-1]] + [r[-1]] for r in ints])
+    neg = flint.fmpz_mat([[x if x < zero else zero for x in r[:-1]] + [zero] for r in ints])
+    lower = QMatrix.from_rows([[a] for a, _ in box] + [[Fraction(1)]])
+    upper = QMatrix.from_rows([[b] for _, b in box] + [[Fraction(1)]])
+    lo = (QMatrix(pos, rows.den) @ lower + QMatrix(neg, rows.den) @ upper).rows()
+    hi = (QMatrix(pos, rows.den) @ upper + QMatrix(neg, rows.den) @ lower).rows()
+    return [(a[0], b[0]) for a, b in zip(lo, hi)]
+
+
+def maxout_bounds(net) -> MaxoutBounds:
+    """Interval propagation of the domain through a Maxout network, layer by layer."""
+    box = list(zip(net.domain.lower, net.domain.upper))
+    inputs, pieces = [box], []
+    for layer in net.layers:
+        flat = affine_intervals(layer.stacked, box)
+        layer_pieces = [flat[layer.offsets[i]:layer.offsets[i + 1]] for i in range(layer.units)]
+        box = [(max(p[0] for p in ps), max(p[1] for p in ps)) for ps in layer_pieces]
+        pieces.append(layer_pieces)
+        inputs.append(box)
+    return MaxoutBounds(inputs, pieces)

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The main job on the built-in examples: compile each Maxout net into a hardmax Transformer and
+# evaluate both exactly on the same points (the outputs must agree digit for digit).
+set -euo pipefail
+cd "$(dirname "$0")"
+out=${OUT:-../out}
+mkdir -p "$out"
+for pair in abs:points_1d relu_net:points_2d maxout_2d:points_maxout; do
+  net=${pair%%:*}; pts=${pair##*:}.json
+  echo "== $net"
+  exactform compile "$net.json" -o "$out/$net.tf.json"
+  exactform eval "$net.json" --points "$pts" --json > "$out/$net.net.out.json"
+  exactform eval "$out/$net.tf.json" --points "$pts" --json > "$out/$net.tf.out.json"
+  if cmp -s "$out/$net.net.out.json" "$out/$net.tf.out.json"; then
+    echo "exact outputs agree: $(cat "$out/$net.tf.out.json")"
+  else
+    echo "MISMATCH between $net and its Transformer" >&2; exit 1
+  fi
+done
