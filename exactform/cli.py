@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import pkgutil
 import sys
 
+from . import commands
 from .formats import InputError
 
-COMMANDS = ("compile", "eval")
-"""Sub-command modules under ``exactform.commands``; each has ``add_parser`` and ``run``."""
+
+def command_modules() -> list[str]:
+    """Every module under ``exactform.commands`` is a sub-command with ``add_parser`` and ``run``."""
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="exactform", description="Exact Transformer constructions of "
                                      "Maxout networks, with proofs and certificates.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
-        module = importlib.import_module(f".commands.{name.replace('-', '_')}", __package__)
+    for name in command_modules():
+        module = importlib.import_module(f".commands.{name}", __package__)
         module.add_parser(sub).set_defaults(run=module.run)
     return parser
 
