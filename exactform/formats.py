@@ -7,6 +7,7 @@ and write atomically so a failed command never leaves a half-written file.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -46,7 +47,7 @@ class Reader:
 
     def dict(self, keys: set[str] | None = None, optional: set[str] = frozenset()) -> dict:
         if not isinstance(self.value, dict):
-            raise self.error(f"expected an object, got {type(self.value).__name__}")
+            raise self.error(f"expected an object, got {_kind(self.value)}")
         if keys is not None:
             missing = sorted(keys - self.value.keys())
             extra = sorted(self.value.keys() - keys - optional)
@@ -58,7 +59,7 @@ class Reader:
 
     def list(self, length: int | None = None, nonempty: bool = False) -> list["Reader"]:
         if not isinstance(self.value, list):
-            raise self.error(f"expected a list, got {type(self.value).__name__}")
+            raise self.error(f"expected a list, got {_kind(self.value)}")
         if length is not None and len(self.value) != length:
             raise self.error(f"expected {length} entries, got {len(self.value)}")
         if nonempty and not self.value:
@@ -68,25 +69,33 @@ class Reader:
     def int(self, minimum: int | None = None) -> int:
         v = self.value
         if not isinstance(v, int) or isinstance(v, bool):
-            raise self.error(f"expected an integer, got {type(v).__name__}")
+            raise self.error(f"expected an integer, got {_kind(v)}")
         if minimum is not None and v < minimum:
             raise self.error(f"expected an integer >= {minimum}, got {v}")
         return v
 
     def str(self, choices: tuple[str, ...] | None = None) -> str:
-        if not isinstance(self.value, str):
-            raise self.error(f"expected a string, got {type(self.value).__name__}")
+        if not isinstance(self.value, str) or isinstance(self.value, FloatLiteral):
+            raise self.error(f"expected a string, got {_kind(self.value)}")
         if choices is not None and self.value not in choices:
             raise self.error(f"expected one of {', '.join(choices)}, got {self.value[:40]!r}")
         return self.value
 
     def rational(self) -> Fraction:
+        if isinstance(self.value, FloatLiteral):
+            raise self.error(f"float literal {self.value} (exact files take rational strings, e.g. \"1/2\")")
         try:
             return parse_rational(self.value)
         except RationalSyntaxError as e:
             raise self.error(str(e)) from None
 
     def vector(self, length: int | None = None) -> list[Fraction]:
+        values = self.value
+        if isinstance(values, list) and (length is None or len(values) == length):
+            try:  # fast path: weight matrices repeat few distinct strings ("0" above all)
+                return [_parse_cached(v) for v in values]
+            except (RationalSyntaxError, TypeError):
+                pass  # the per-entry path below names the offending index
         return [r.rational() for r in self.list(length)]
 
     def matrix(self, rows: int | None = None, cols: int | None = None) -> list[list[Fraction]]:
@@ -95,6 +104,14 @@ class Reader:
             bad = next(i for i, r in enumerate(out) if len(r) != len(out[0]))
             raise self.item(bad).error(f"expected {len(out[0])} entries (as row 0), got {len(out[bad])}")
         return out
+
+
+def _kind(value: object) -> str:
+    return repr(value) if isinstance(value, FloatLiteral) else type(value).__name__
+
+
+_parse_cached = functools.lru_cache(maxsize=1 << 16)(parse_rational)
+"""``parse_rational`` memoised (Fractions are immutable, so sharing them is safe)."""
 
 
 def load_json(path: str | os.PathLike) -> Reader:
@@ -107,19 +124,19 @@ def load_json(path: str | os.PathLike) -> Reader:
     return parse_json(text, source)
 
 
+class FloatLiteral(str):
+    """A JSON float, NaN or Infinity literal, kept as text so the reader can reject it with its
+    field path; it is never converted to a number."""
+
+    def __repr__(self) -> str:
+        return f"float literal {str(self)}"
+
+
 def parse_json(text: str, source: str = "<input>") -> Reader:
-    def no_float(literal: str):
-        raise ValueError(f"float literal {literal} (exact files take rational strings, e.g. \"1/2\")")
-
-    def no_constant(literal: str):
-        raise ValueError(f"{literal} is not a number")
-
     try:
-        value = json.loads(text, parse_float=no_float, parse_constant=no_constant)
+        value = json.loads(text, parse_float=FloatLiteral, parse_constant=FloatLiteral)
     except json.JSONDecodeError as e:
         raise InputError(source, "", f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-    except ValueError as e:
-        raise InputError(source, "", str(e)) from None
     except RecursionError:
         raise InputError(source, "", "JSON nested too deeply") from None
     return Reader(value, source)

@@ -93,7 +93,7 @@ def bit_size(value: Fraction) -> tuple[int, int]:
 
 def _describe(value: object) -> str:
     if isinstance(value, float):
-        return f"the float literal {value!r} (floats are not exact; write a string)"
+        return f"the float {value!r} (floats are not exact; write a string)"
     return f"{type(value).__name__} {value!r}"[:80]
 
 

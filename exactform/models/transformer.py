@@ -328,8 +328,20 @@ class Transformer:
         if not rw:
             raise ro.field("weight").error("a Transformer needs at least one output")
         rb = ro.field("bias").vector(len(rw))
-        layout = doc.field("layout").dict() if "layout" in doc.value else {}
+        layout = _layout_from_json(doc.field("layout")) if "layout" in doc.value else {}
         return cls(domain, T, w, attention, ew, eb, blocks, token, rw, rb, layout)
+
+
+def _layout_from_json(r: Reader) -> dict:
+    """The informative layout: names mapped to a string or a ``[start, stop)`` pair of integers."""
+    out = {}
+    for key in r.dict():
+        v = r.field(key)
+        if isinstance(v.value, list):
+            out[key] = [x.int(minimum=0) for x in v.list(2)]
+        else:
+            out[key] = v.str()
+    return out
 
 
 def _block_from_json(r: Reader, w: int) -> FeedForward | Attention:

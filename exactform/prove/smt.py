@@ -1,0 +1,345 @@
+"""SMT queries (claims C1, C2, C3) as SMT-LIB 2 text: each fact holds iff its query is unsat.
+
+Queries are generated as text (z3 parses text far faster than it builds terms through its Python
+API) with exact rationals written ``(/ 3 4)``, ``(- 5)``; no float literal ever appears.  What the
+Transformer computes is read from the Transformer's own weights; the Maxout net supplies only the
+target pieces and the layer boxes ``B_l`` (exact interval bounds of ``h^l`` over ``B0``).
+
+The compositional chain for the token-shift construction (DESIGN §2): token t enters layer l in the
+state ``σ_t(h) = [1, c_j = [t ≠ j], h, z = 0, out = 0]`` with ``h = h^l ∈ B_l``.  The C3 queries
+check that the embedding produces ``σ_t(x)``; that the pieces block gives token t ``z_i = a_{i,t}(h)``
+(pieces padded to T by repeating the last one) and writes nothing else; that every head has query 1
+and key = value = ``z_i`` and writes its result to ``out_i`` only (so hardmax returns the max, by C1);
+that the advance block maps ``[h, z, out = m]`` to ``σ_t(m)``; and that the read-out is the net's.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..construct.maxout_to_transformer import CONSTRUCTION, Layout, padded_piece
+from ..models import Attention, FeedForward, MaxoutNet, Transformer
+from .bounds import Interval, maxout_bounds
+
+ONE = ""
+"""Key of the constant term in an ``Affine`` form."""
+
+Affine = dict[str, Fraction]
+"""A linear form ``Σ coef·var + const`` as ``{var: coef, ONE: const}`` (zero entries omitted)."""
+
+E2E_MAX_PARAMETERS = 40
+"""Largest Maxout parameter count ``end_to_end_query`` accepts: the whole-network query grows
+exponentially hard with size (measured: 18 parameters solve in well under a second, 54 time out)."""
+
+
+@dataclass(frozen=True)
+class Query:
+    """One SMT-LIB 2 script; the fact named ``name`` (part of ``claim``) holds iff it is unsat."""
+    name: str
+    claim: str
+    smtlib: str
+
+
+# --- SMT-LIB text ---------------------------------------------------------------------------------
+
+def rational(q: Fraction | int) -> str:
+    """An exact SMT-LIB real: ``3``, ``(- 5)``, ``(/ 3 4)``, ``(- (/ 3 4))``."""
+    q = Fraction(q)
+    n, d = abs(q.numerator), q.denominator
+    body = str(n) if d == 1 else f"(/ {n} {d})"
+    return f"(- {body})" if q < 0 else body
+
+
+def term(form: Affine) -> str:
+    parts = []
+    for var, coef in form.items():
+        if var == ONE:
+            parts.append(rational(coef))
+        elif coef == 1:
+            parts.append(var)
+        else:
+            parts.append(f"(* {rational(coef)} {var})")
+    if not parts:
+        return "0"
+    return parts[0] if len(parts) == 1 else f"(+ {' '.join(parts)})"
+
+
+def combine(*terms: tuple[Fraction, Affine]) -> Affine:
+    """``Σ coef·form``, zero entries dropped."""
+    out: Affine = {}
+    for coef, form in terms:
+        if coef:
+            for var, c in form.items():
+                out[var] = out.get(var, 0) + coef * c
+    return {v: c for v, c in out.items() if c}
+
+
+def constant(c: Fraction) -> Affine:
+    return {ONE: Fraction(c)} if c else {}
+
+
+def row_times(row: list[Fraction], state: list[Affine], bias: Fraction = Fraction(0)) -> Affine:
+    """``row · state + bias`` for a state given as one linear form per coordinate."""
+    return combine((Fraction(1), constant(bias)), *((a, state[c]) for c, a in enumerate(row) if a))
+
+
+def script(logic: str, variables: list[str], facts: list[str]) -> str:
+    lines = [f"(set-logic {logic})"]
+    lines += [f"(declare-fun {v} () Real)" for v in variables]
+    lines += [f"(assert {f})" for f in facts]
+    lines.append("(check-sat)")
+    return "\n".join(lines) + "\n"
+
+
+def any_of(facts: list[str]) -> str:
+    if not facts:
+        return "false"
+    return facts[0] if len(facts) == 1 else f"(or {' '.join(facts)})"
+
+
+def in_box(names: list[str], box: list[Interval]) -> list[str]:
+    return [f"(<= {rational(lo)} {v} {rational(hi)})" for v, (lo, hi) in zip(names, box)]
+
+
+def relu(name: str, pre: Affine) -> str:
+    """The fact ``name = max(pre, 0)``."""
+    p = term(pre)
+    return f"(= {name} (ite (> {p} 0) {p} 0))"
+
+
+def is_max(name: str, terms: list[str]) -> str:
+    """The fact ``name = max(terms)``."""
+    return f"(and {' '.join(f'(>= {name} {x})' for x in terms)} {any_of([f'(= {name} {x})' for x in terms])})"
+
+
+# --- C1: hardmax returns the max ------------------------------------------------------------------
+
+def hardmax_fact(scores: list[str], values: list[str], out: str) -> str:
+    """Variables and facts making ``out`` the hardmax average of ``values`` under ``scores``:
+    ``A_j = 1/|M|`` on ``M = argmax_j scores_j`` (ties share equally), written ``|M|·out = Σ_M v_j``."""
+    T = len(scores)
+    win = [f"(and {' '.join(f'(>= {scores[j]} {scores[k]})' for k in range(T))})" for j in range(T)]
+    count = f"(+ 0 {' '.join(f'(ite {w} 1 0)' for w in win)})"
+    total = f"(+ 0 {' '.join(f'(ite {w} {v} 0)' for w, v in zip(win, values))})"
+    return any_of([f"(and (= {count} {c}) (= (* {c} {out}) {total}))" for c in range(1, T + 1)])
+
+
+def c1_queries(max_tokens: int = 8) -> list[Query]:
+    """C1: for T = 1..max_tokens and all real ``v``, a hardmax head with constant query 1 and
+    key = value = ``v`` (scores ``s_j = 1·v_j``) returns ``max_j v_j``, ties included."""
+    queries = []
+    for T in range(1, max_tokens + 1):
+        v = [f"v{j}" for j in range(T)]
+        facts = [hardmax_fact([f"(* 1 {x})" for x in v], v, "out"), is_max("m", v), "(distinct out m)"]
+        queries.append(Query(f"C1 hardmax max T={T}", "C1", script("QF_LRA", v + ["out", "m"], facts)))
+    return queries
+
+
+# --- reading the token-shift construction ---------------------------------------------------------
+
+def layout_of(net: MaxoutNet, tf: Transformer) -> Layout:
+    """The token-shift layout the Transformer declares, checked against its shape and the net's."""
+    T = tf.tokens
+    n = tf.layout.get("h", [0, 0])[1] - tf.layout.get("h", [0, 0])[0]
+    lay = Layout(T, n)
+    if tf.layout != lay.to_json() or tf.width != lay.width or tf.layout.get("construction") != CONSTRUCTION:
+        raise ValueError(f"the Transformer does not declare the {CONSTRUCTION} layout")
+    if T != net.max_rank or n < max(net.widths) or len(tf.blocks) != 3 * len(net.layers) \
+            or not tf.is_hardmax or tf.domain != net.domain:
+        raise ValueError("the Transformer is not a hardmax token-shift construction of this net "
+                         "(tokens, width, block count or domain differ)")
+    for l in range(len(net.layers)):
+        kinds = [type(b) for b in tf.blocks[3 * l:3 * l + 3]]
+        if kinds != [FeedForward, Attention, FeedForward]:
+            raise ValueError(f"layer {l}: blocks {3 * l}..{3 * l + 2} are not FF, attention, FF")
+    return lay
+
+
+def canonical_state(lay: Layout, t: int, h: list[Affine]) -> list[Affine]:
+    """``σ_t(h)``: token t entering a layer with input ``h``."""
+    state: list[Affine] = [{} for _ in range(lay.width)]
+    state[lay.const] = constant(Fraction(1))
+    for j in range(lay.tokens):
+        state[lay.shift(j)] = constant(Fraction(t != j))
+    for i, form in enumerate(h):
+        state[lay.h(i)] = form
+    return state
+
+
+def variables(prefix: str, count: int) -> list[str]:
+    return [f"{prefix}{i}" for i in range(count)]
+
+
+def forms(names: list[str]) -> list[Affine]:
+    return [{v: Fraction(1)} for v in names]
+
+
+def rename(form: Affine, old: list[str], new: list[str]) -> Affine:
+    table = dict(zip(old, new))
+    return {table.get(v, v): c for v, c in form.items()}
+
+
+def written(block: FeedForward) -> list[int]:
+    return [r for r in range(len(block.w2)) if any(block.w2[r]) or block.b2[r]]
+
+
+# --- C2: token-shift regions ----------------------------------------------------------------------
+
+def c2_queries(net: MaxoutNet, tf: Transformer) -> list[Query]:
+    """C2: in every pieces block, for the ReLU pair ``(u, v)`` of unit i and piece j (hidden units
+    ``2(iT+j)``, ``2(iT+j)+1``, owner token j): over ``h, h' ∈ B_l`` and every other token t, both
+    ``u_t(h')`` and ``v_t(h')`` are ``≤ 0`` (off), and ``(u_t(h'), v_t(h')) ≠ (u_j(h), v_j(h))``
+    (disjoint regions).  The shift of each token is read from the block's weights on ``σ_t``; the
+    other tokens enter as the set of their distinct shift pairs, so the cost is at most linear in T
+    (one disjunct per distinct shift, usually one)."""
+    lay = layout_of(net, tf)
+    bounds = maxout_bounds(net)
+    T, queries = tf.tokens, []
+    for l, layer in enumerate(net.layers):
+        block = tf.blocks[3 * l]
+        if block.hidden != 2 * layer.units * T:
+            raise ValueError(f"layer {l}: the pieces block has {block.hidden} hidden units, "
+                             f"expected 2·{layer.units}·{T}")
+        n_in = net.widths[l]
+        h, h2 = variables("h", n_in), variables("g", n_in)
+        box = in_box(h, bounds.inputs[l]) + in_box(h2, bounds.inputs[l])
+        states = [canonical_state(lay, t, forms(h)) for t in range(T)]
+        for i in range(layer.units):
+            for j in range(T):
+                k = 2 * (i * T + j)
+                u, v = ([row_times(block.w1[m], states[t], block.b1[m]) for t in range(T)] for m in (k, k + 1))
+                shifts = {(u[t].get(ONE, 0), v[t].get(ONE, 0)) for t in range(T) if t != j}
+                u_lin, v_lin = ({x: c for x, c in f[j].items() if x != ONE} for f in (u, v))
+                u_other, v_other = (term(rename(f, h, h2)) for f in (u_lin, v_lin))
+                cases = []
+                for su, sv in sorted(shifts):
+                    uo = f"(+ {u_other} {rational(su)})"
+                    vo = f"(+ {v_other} {rational(sv)})"
+                    cases.append(f"(or (> {uo} 0) (> {vo} 0) (and (= {uo} {term(u[j])}) (= {vo} {term(v[j])})))")
+                queries.append(Query(f"C2 layer {l + 1} unit {i} piece {j}", "C2",
+                                     script("QF_LRA", h + h2, box + [any_of(cases)])))
+    return queries
+
+
+# --- C3: the blocks compose to the Maxout net -----------------------------------------------------
+
+def feedforward_check(block: FeedForward, state: list[Affine], expected: dict[int, Affine]) -> tuple[list[str], list[str]]:
+    """Variables and facts of ``∃ state: some coordinate r of the block's output ≠ expected[r]``
+    (only the hidden units that coordinate reads get a ReLU variable)."""
+    names, facts, wrong = [], [], []
+    for r, want in expected.items():
+        out = dict(state[r])
+        for k, a in enumerate(block.w2[r]):
+            if a:
+                y = f"y{k}"
+                if y not in names:
+                    names.append(y)
+                    facts.append(relu(y, row_times(block.w1[k], state, block.b1[k])))
+                out = combine((Fraction(1), out), (a, {y: Fraction(1)}))
+        out = combine((Fraction(1), out), (Fraction(1), constant(block.b2[r])))
+        wrong.append(f"(distinct {term(out)} {term(want)})")
+    return names, facts + [any_of(wrong)]
+
+
+def per_token(name: str, tokens: int, build) -> list[Query]:
+    """C3 queries ``build(t)`` for every token, identical scripts merged (a block that never reads
+    the shift coordinates gives one query for all tokens)."""
+    merged: dict[str, list[int]] = {}
+    for t in range(tokens):
+        merged.setdefault(build(t), []).append(t)
+    return [Query(f"{name} token{'s' if len(ts) > 1 else ''} {','.join(map(str, ts))}", "C3", text)
+            for text, ts in merged.items()]
+
+
+def c3_queries(net: MaxoutNet, tf: Transformer) -> list[Query]:
+    """C3, compositionally: every block of ``tf`` maps the layer's state to the next one's for
+    all h in the layer box (see the module docstring).  The pieces block gets one query per
+    (layer, token, unit); hardmax itself is C1's."""
+    lay, bounds, T = layout_of(net, tf), maxout_bounds(net), tf.tokens
+    x = variables("h", net.input_dim)
+
+    def embedding(t: int) -> str:
+        state = [combine((Fraction(1), constant(tf.embed_bias[t][r])),
+                         *((a, {v: Fraction(1)}) for a, v in zip(tf.embed_weight[r], x))) for r in range(tf.width)]
+        want = canonical_state(lay, t, forms(x))
+        wrong = [f"(distinct {term(a)} {term(b)})" for a, b in zip(state, want) if a != b]
+        return script("QF_LRA", x, in_box(x, bounds.inputs[0]) + [any_of(wrong)])
+
+    queries = per_token("C3 embedding", T, embedding)
+    for l, layer in enumerate(net.layers):
+        pieces, heads, advance = tf.blocks[3 * l:3 * l + 3]
+        h, m, z = variables("h", net.widths[l]), variables("m", layer.units), variables("z", layer.units)
+        box = in_box(h, bounds.inputs[l])
+        piece_rows = {lay.z(i): i for i in range(layer.units)}
+        stray = [r for r in written(pieces) if r not in piece_rows]
+        for i in list(range(layer.units)) + ([None] if stray else []):
+            def piece(t: int, i=i) -> str:
+                state = canonical_state(lay, t, forms(h))
+                if i is None:
+                    expected = {r: state[r] for r in stray}
+                else:
+                    ws, b = layer.piece(i, padded_piece(net, l, i, t))
+                    expected = {lay.z(i): combine((Fraction(1), constant(b)),
+                                                  *((a, {v: Fraction(1)}) for a, v in zip(ws, h)))}
+                names, facts = feedforward_check(pieces, state, expected)
+                return script("QF_LRA", h + names, box + facts)
+            what = f"unit {i}" if i is not None else "writes nothing else"
+            queries += [Query(f"C3 layer {l + 1} token {t} pieces {what}", "C3", piece(t)) for t in range(T)]
+
+        if len(heads.heads) != layer.units:
+            raise ValueError(f"layer {l + 1}: {len(heads.heads)} heads for {layer.units} units")
+
+        def head_form(t: int) -> str:
+            state = canonical_state(lay, t, forms(h))
+            for i, v in enumerate(z):
+                state[lay.z(i)] = {v: Fraction(1)}
+            wrong = []
+            for i, head in enumerate(heads.heads):
+                if len(head.query) != 1 or len(head.value) != 1:
+                    wrong.append("true")
+                    continue
+                q, k, v = (row_times(mat[0], state) for mat in (head.query, head.key, head.value))
+                wrong += [f"(distinct {term(q)} 1)", f"(distinct {term(k)} {z[i]})", f"(distinct {term(v)} {z[i]})"]
+            for r in range(tf.width):
+                delta = combine(*((head.output[r][0], {m[i]: Fraction(1)}) for i, head in enumerate(heads.heads)
+                                  if len(head.value) == 1))
+                want = {m[i]: Fraction(1)} if (i := lay_out_index(lay, r, layer.units)) is not None else {}
+                if delta != want:
+                    wrong.append(f"(distinct {term(delta)} {term(want)})")
+            return script("QF_LRA", h + z + m, box + [any_of(wrong)])
+
+        queries += per_token(f"C3 layer {l + 1} attention: query 1, key = value = z_i, output out_i", T, head_form)
+
+        coords = {r: None for r in written(advance)}
+        groups = {i: [lay.h(i), lay.z(i), lay.out(i)] for i in range(lay.n)}
+        grouped = {r for g in groups.values() for r in g}
+        groups["const/shift"] = [r for r in coords if r not in grouped]
+        for g, rows in groups.items():
+            if not rows:
+                continue
+
+            def step(t: int, rows=rows) -> str:
+                state = canonical_state(lay, t, forms(h))
+                for i in range(layer.units):
+                    state[lay.z(i)], state[lay.out(i)] = {z[i]: Fraction(1)}, {m[i]: Fraction(1)}
+                want = canonical_state(lay, t, forms(m))
+                names, facts = feedforward_check(advance, state, {r: want[r] for r in rows})
+                return script("QF_LRA", h + z + m + names,
+                              box + in_box(m, bounds.inputs[l + 1]) + facts)
+            queries += per_token(f"C3 layer {l + 1} advance {'unit ' if isinstance(g, int) else ''}{g}", T, step)
+
+    h = variables("h", net.widths[-1])
+    state = canonical_state(lay, tf.readout_token, forms(h))
+    wrong = [f"(distinct {term(row_times(rt, state, ct))} {term(row_times(rm, forms(h), cm))})"
+             for rt, ct, rm, cm in zip(tf.readout_weight, tf.readout_bias, net.readout_weight, net.readout_bias)]
+    if len(tf.readout_weight) != net.output_dim:
+        wrong = ["true"]
+    queries.append(Query("C3 read-out", "C3", script("QF_LRA", h, in_box(h, bounds.inputs[-1]) + [any_of(wrong)])))
+    return queries
+
+
+def lay_out_index(lay: Layout, r: int, units: int) -> int | None:
+    """The unit i with ``r = out_i`` (i < units), else None."""
+    i = r - lay.out(0)
+    return i if 0 <= i < units else None

@@ -1,0 +1,58 @@
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, strategies as st
+
+from exactform.numbers import (MAX_DIGITS, QMatrix, RationalSyntaxError, format_rational, from_float,
+                               parse_rational, to_fraction)
+
+
+@given(st.fractions())
+def test_format_parse_round_trip(q):
+    assert parse_rational(format_rational(q)) == q
+
+
+@pytest.mark.parametrize("text", ["1.5", "1e3", " 1", "+1", "2/4", "1/1", "-0", "01", "1/0", "1/-2", "nan",
+                                  "inf", "", "1//2", "__import__('os')", "0x10", "½"])
+def test_parse_rejects_noncanonical(text):
+    with pytest.raises(RationalSyntaxError):
+        parse_rational(text)
+
+
+@pytest.mark.parametrize("value", [1.5, 1, None, [1], True])
+def test_parse_rejects_non_strings(value):
+    with pytest.raises(RationalSyntaxError):
+        parse_rational(value)
+
+
+def test_size_limit_is_enforced_quickly():
+    assert parse_rational("9" * MAX_DIGITS) == int("9" * MAX_DIGITS)
+    with pytest.raises(RationalSyntaxError, match="digits"):
+        parse_rational("9" * (MAX_DIGITS + 1))
+    with pytest.raises(RationalSyntaxError, match="digits"):
+        parse_rational("1/" + "7" * 100_000)
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_from_float_is_exact(x):
+    q = from_float(x)
+    assert float(q) == x and q.denominator & (q.denominator - 1) == 0  # dyadic
+
+
+@pytest.mark.parametrize("x", [float("nan"), float("inf"), -float("inf")])
+def test_from_float_rejects_nonfinite(x):
+    with pytest.raises(ValueError):
+        from_float(x)
+
+
+def test_floats_never_coerce():
+    with pytest.raises(TypeError):
+        to_fraction(0.5)
+
+
+@given(st.lists(st.lists(st.fractions(max_denominator=50), min_size=3, max_size=3), min_size=1, max_size=4),
+       st.lists(st.lists(st.fractions(max_denominator=50), min_size=2, max_size=2), min_size=3, max_size=3))
+def test_qmatrix_product_matches_fractions(a, b):
+    expected = [[sum(x * y for x, y in zip(row, col)) for col in zip(*b)] for row in a]
+    assert (QMatrix.from_rows(a) @ QMatrix.from_rows(b)).rows() == expected
+    assert (QMatrix.from_rows(a) @ QMatrix.from_rows(b)).reduced().rows() == expected
