@@ -114,12 +114,10 @@ class QMatrix:
     @classmethod
     def from_rows(cls, rows: list[list[Fraction]], ncols: int | None = None) -> "QMatrix":
         ncols = len(rows[0]) if rows else (ncols or 0)
-        den = 1
-        for row in rows:
-            for v in row:
-                den = math.lcm(den, v.denominator)
-        ints = [[int(v.numerator * (den // v.denominator)) for v in row] for row in rows]
-        return cls(flint.fmpz_mat(len(rows), ncols, [x for r in ints for x in r]), den)
+        distinct = {id(v): v for row in rows for v in row}   # entries repeat (0 above all): scale each once
+        den = math.lcm(1, *{v.denominator for v in distinct.values()})
+        scaled = {k: int(v.numerator * (den // v.denominator)) for k, v in distinct.items()}
+        return cls(flint.fmpz_mat(len(rows), ncols, [scaled[id(v)] for row in rows for v in row]), den)
 
     @classmethod
     def from_ints(cls, rows: list[list[int]], den: int = 1, ncols: int | None = None) -> "QMatrix":

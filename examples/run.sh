@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the built-in examples: compile each Maxout net into a hardmax Transformer and
-# evaluate both exactly on the same points (the outputs must agree digit for digit).
+# evaluate both exactly on the same points (the outputs must agree digit for digit), certify
+# claims C1-C4 for each pair and re-verify every certificate with the independent checker.
 set -euo pipefail
 cd "$(dirname "$0")"
 out=${OUT:-../out}
@@ -16,4 +17,7 @@ for pair in abs:points_1d relu_net:points_2d maxout_2d:points_maxout; do
   else
     echo "MISMATCH between $net and its Transformer" >&2; exit 1
   fi
+  exactform certify "$net.json" "$out/$net.tf.json" -o "$out/$net.cert.json"
 done
+echo "== independent check of the certificates"
+exactform check "$out"

@@ -195,7 +195,8 @@ def predicted_sizes(net: MaxoutNet, R: list[list[list[Fraction]]]) -> dict:
 
 def measured_sizes(tf: Transformer) -> dict:
     """The same quantities read off a built Transformer."""
-    numbers = [x for m in tf.matrices() for row in m for x in row] + [x for v in tf.vectors() for x in v]
+    numbers = {id(x): x for m in tf.matrices() for row in m for x in row}   # equal entries share objects
+    numbers = list(numbers.values()) + [x for v in tf.vectors() for x in v]
     return {"blocks": len(tf.blocks), "tokens": tf.tokens, "width": tf.width,
             "heads": [len(b.heads) for b in tf.blocks if isinstance(b, Attention)],
             "hidden": [b.hidden for b in tf.blocks if isinstance(b, FeedForward)],

@@ -65,3 +65,33 @@ def maxout_bounds(net) -> MaxoutBounds:
         pieces.append(layer_pieces)
         inputs.append(box)
     return MaxoutBounds(inputs, pieces)
+
+
+def box_of(bounds: MaxoutBounds, layers: list[int]) -> list[Interval]:
+    """The product box of ``h^l`` for each l in ``layers`` (concatenated, in that order)."""
+    return [iv for l in layers for iv in bounds.inputs[l]]
+
+
+@dataclass(frozen=True)
+class BlockBounds:
+    """Exact bounds over the domain for one Transformer block, per token.
+
+    ``state[t][r]``: coordinate r of token t after the block; ``pre[t][u]``: pre-activation of
+    hidden unit u in token t (feed-forward blocks; empty for attention).
+    """
+    block: int
+    state: list[list[Interval]]
+    pre: list[list[Interval]]
+
+
+def transformer_bounds(net, tf) -> list[BlockBounds]:
+    """Per block and token, bounds of every coordinate and pre-activation of ``tf`` over
+    ``net.domain``.  They come from the exact per-token affine forms of ``prove.symbolic`` (each
+    coordinate an affine map of the Maxout layer values, bounded over the Maxout boxes), which is
+    what keeps identity pairs such as ``h − h`` exactly 0; raises ``ValueError`` naming the first
+    ReLU that is neither fixed nor paired."""
+    from .symbolic import analyse
+    result = analyse(net, tf)
+    if result.defects:
+        raise ValueError(result.defects[0])
+    return result.block_bounds

@@ -28,9 +28,13 @@ ONE = ""
 Affine = dict[str, Fraction]
 """A linear form ``Σ coef·var + const`` as ``{var: coef, ONE: const}`` (zero entries omitted)."""
 
+State = dict[int, Affine]
+"""A token column as one linear form per coordinate; coordinates absent are 0."""
+
 E2E_MAX_PARAMETERS = 40
 """Largest Maxout parameter count ``end_to_end_query`` accepts: the whole-network query grows
-exponentially hard with size (measured: 18 parameters solve in well under a second, 54 time out)."""
+exponentially hard with size (measured with z3 on 2 cores: 37 parameters, T = 2, 0.2–0.4 s; 38
+parameters, T = 4, 2–4 s; a prototype at 54 parameters timed out after 120 s)."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,6 @@ class Query:
 
 def rational(q: Fraction | int) -> str:
     """An exact SMT-LIB real: ``3``, ``(- 5)``, ``(/ 3 4)``, ``(- (/ 3 4))``."""
-    q = Fraction(q)
     n, d = abs(q.numerator), q.denominator
     body = str(n) if d == 1 else f"(/ {n} {d})"
     return f"(- {body})" if q < 0 else body
@@ -79,9 +82,9 @@ def constant(c: Fraction) -> Affine:
     return {ONE: Fraction(c)} if c else {}
 
 
-def row_times(row: list[Fraction], state: list[Affine], bias: Fraction = Fraction(0)) -> Affine:
-    """``row · state + bias`` for a state given as one linear form per coordinate."""
-    return combine((Fraction(1), constant(bias)), *((a, state[c]) for c, a in enumerate(row) if a))
+def row_times(row: list[Fraction], state: State, bias: Fraction = Fraction(0)) -> Affine:
+    """``row · state + bias`` (cost: the state's non-zero coordinates)."""
+    return combine((Fraction(1), constant(bias)), *((row[c], f) for c, f in state.items() if row[c]))
 
 
 def script(logic: str, variables: list[str], facts: list[str]) -> str:
@@ -116,7 +119,7 @@ def is_max(name: str, terms: list[str]) -> str:
 # --- C1: hardmax returns the max ------------------------------------------------------------------
 
 def hardmax_fact(scores: list[str], values: list[str], out: str) -> str:
-    """Variables and facts making ``out`` the hardmax average of ``values`` under ``scores``:
+    """The fact making ``out`` the hardmax average of ``values`` under ``scores``:
     ``A_j = 1/|M|`` on ``M = argmax_j scores_j`` (ties share equally), written ``|M|·out = Σ_M v_j``."""
     T = len(scores)
     win = [f"(and {' '.join(f'(>= {scores[j]} {scores[k]})' for k in range(T))})" for j in range(T)]
@@ -156,14 +159,11 @@ def layout_of(net: MaxoutNet, tf: Transformer) -> Layout:
     return lay
 
 
-def canonical_state(lay: Layout, t: int, h: list[Affine]) -> list[Affine]:
+def canonical_state(lay: Layout, t: int, h: list[Affine]) -> State:
     """``σ_t(h)``: token t entering a layer with input ``h``."""
-    state: list[Affine] = [{} for _ in range(lay.width)]
-    state[lay.const] = constant(Fraction(1))
-    for j in range(lay.tokens):
-        state[lay.shift(j)] = constant(Fraction(t != j))
-    for i, form in enumerate(h):
-        state[lay.h(i)] = form
+    state = {lay.const: constant(Fraction(1))}
+    state.update((lay.shift(j), constant(Fraction(1))) for j in range(lay.tokens) if j != t)
+    state.update((lay.h(i), form) for i, form in enumerate(h))
     return state
 
 
@@ -175,9 +175,21 @@ def forms(names: list[str]) -> list[Affine]:
     return [{v: Fraction(1)} for v in names]
 
 
+def vector(names: list[str]) -> State:
+    """The variables ``names`` as a state (coordinate i holds ``names[i]``)."""
+    return dict(enumerate(forms(names)))
+
+
 def rename(form: Affine, old: list[str], new: list[str]) -> Affine:
     table = dict(zip(old, new))
     return {table.get(v, v): c for v, c in form.items()}
+
+
+def embedded(tf: Transformer, t: int, x: list[str]) -> State:
+    """Token t after the embedding, ``E x + P[t]``, read from the Transformer."""
+    state = {r: combine((Fraction(1), constant(tf.embed_bias[t][r])),
+                        *((a, {v: Fraction(1)}) for a, v in zip(tf.embed_weight[r], x))) for r in range(tf.width)}
+    return {r: f for r, f in state.items() if f}
 
 
 def written(block: FeedForward) -> list[int]:
@@ -224,12 +236,12 @@ def c2_queries(net: MaxoutNet, tf: Transformer) -> list[Query]:
 
 # --- C3: the blocks compose to the Maxout net -----------------------------------------------------
 
-def feedforward_check(block: FeedForward, state: list[Affine], expected: dict[int, Affine]) -> tuple[list[str], list[str]]:
+def feedforward_check(block: FeedForward, state: State, expected: dict[int, Affine]) -> tuple[list[str], list[str]]:
     """Variables and facts of ``∃ state: some coordinate r of the block's output ≠ expected[r]``
     (only the hidden units that coordinate reads get a ReLU variable)."""
     names, facts, wrong = [], [], []
     for r, want in expected.items():
-        out = dict(state[r])
+        out = dict(state.get(r, {}))
         for k, a in enumerate(block.w2[r]):
             if a:
                 y = f"y{k}"
@@ -255,15 +267,16 @@ def per_token(name: str, tokens: int, build) -> list[Query]:
 def c3_queries(net: MaxoutNet, tf: Transformer) -> list[Query]:
     """C3, compositionally: every block of ``tf`` maps the layer's state to the next one's for
     all h in the layer box (see the module docstring).  The pieces block gets one query per
-    (layer, token, unit); hardmax itself is C1's."""
+    (layer, token, unit).  Hardmax returning the max is C1's, needed for ``T = tf.tokens``
+    (``c1_queries(tf.tokens)``); the boxes ``B_l`` are sound by exact interval arithmetic."""
     lay, bounds, T = layout_of(net, tf), maxout_bounds(net), tf.tokens
     x = variables("h", net.input_dim)
 
     def embedding(t: int) -> str:
-        state = [combine((Fraction(1), constant(tf.embed_bias[t][r])),
-                         *((a, {v: Fraction(1)}) for a, v in zip(tf.embed_weight[r], x))) for r in range(tf.width)]
+        state = embedded(tf, t, x)
         want = canonical_state(lay, t, forms(x))
-        wrong = [f"(distinct {term(a)} {term(b)})" for a, b in zip(state, want) if a != b]
+        wrong = [f"(distinct {term(state.get(r, {}))} {term(want.get(r, {}))})"
+                 for r in range(tf.width) if state.get(r, {}) != want.get(r, {})]
         return script("QF_LRA", x, in_box(x, bounds.inputs[0]) + [any_of(wrong)])
 
     queries = per_token("C3 embedding", T, embedding)
@@ -271,13 +284,12 @@ def c3_queries(net: MaxoutNet, tf: Transformer) -> list[Query]:
         pieces, heads, advance = tf.blocks[3 * l:3 * l + 3]
         h, m, z = variables("h", net.widths[l]), variables("m", layer.units), variables("z", layer.units)
         box = in_box(h, bounds.inputs[l])
-        piece_rows = {lay.z(i): i for i in range(layer.units)}
-        stray = [r for r in written(pieces) if r not in piece_rows]
+        stray = [r for r in written(pieces) if r not in {lay.z(i) for i in range(layer.units)}]
         for i in list(range(layer.units)) + ([None] if stray else []):
             def piece(t: int, i=i) -> str:
                 state = canonical_state(lay, t, forms(h))
                 if i is None:
-                    expected = {r: state[r] for r in stray}
+                    expected = {r: state.get(r, {}) for r in stray}
                 else:
                     ws, b = layer.piece(i, padded_piece(net, l, i, t))
                     expected = {lay.z(i): combine((Fraction(1), constant(b)),
@@ -301,20 +313,20 @@ def c3_queries(net: MaxoutNet, tf: Transformer) -> list[Query]:
                     continue
                 q, k, v = (row_times(mat[0], state) for mat in (head.query, head.key, head.value))
                 wrong += [f"(distinct {term(q)} 1)", f"(distinct {term(k)} {z[i]})", f"(distinct {term(v)} {z[i]})"]
+            out_unit = {lay.out(i): i for i in range(layer.units)}
             for r in range(tf.width):
                 delta = combine(*((head.output[r][0], {m[i]: Fraction(1)}) for i, head in enumerate(heads.heads)
                                   if len(head.value) == 1))
-                want = {m[i]: Fraction(1)} if (i := lay_out_index(lay, r, layer.units)) is not None else {}
+                want = {m[out_unit[r]]: Fraction(1)} if r in out_unit else {}
                 if delta != want:
                     wrong.append(f"(distinct {term(delta)} {term(want)})")
             return script("QF_LRA", h + z + m, box + [any_of(wrong)])
 
         queries += per_token(f"C3 layer {l + 1} attention: query 1, key = value = z_i, output out_i", T, head_form)
 
-        coords = {r: None for r in written(advance)}
-        groups = {i: [lay.h(i), lay.z(i), lay.out(i)] for i in range(lay.n)}
+        groups: dict = {i: [lay.h(i), lay.z(i), lay.out(i)] for i in range(max(net.widths[l], layer.units))}
         grouped = {r for g in groups.values() for r in g}
-        groups["const/shift"] = [r for r in coords if r not in grouped]
+        groups["others"] = [r for r in written(advance) if r not in grouped]
         for g, rows in groups.items():
             if not rows:
                 continue
@@ -324,14 +336,14 @@ def c3_queries(net: MaxoutNet, tf: Transformer) -> list[Query]:
                 for i in range(layer.units):
                     state[lay.z(i)], state[lay.out(i)] = {z[i]: Fraction(1)}, {m[i]: Fraction(1)}
                 want = canonical_state(lay, t, forms(m))
-                names, facts = feedforward_check(advance, state, {r: want[r] for r in rows})
+                names, facts = feedforward_check(advance, state, {r: want.get(r, {}) for r in rows})
                 return script("QF_LRA", h + z + m + names,
                               box + in_box(m, bounds.inputs[l + 1]) + facts)
             queries += per_token(f"C3 layer {l + 1} advance {'unit ' if isinstance(g, int) else ''}{g}", T, step)
 
     h = variables("h", net.widths[-1])
     state = canonical_state(lay, tf.readout_token, forms(h))
-    wrong = [f"(distinct {term(row_times(rt, state, ct))} {term(row_times(rm, forms(h), cm))})"
+    wrong = [f"(distinct {term(row_times(rt, state, ct))} {term(row_times(rm, vector(h), cm))})"
              for rt, ct, rm, cm in zip(tf.readout_weight, tf.readout_bias, net.readout_weight, net.readout_bias)]
     if len(tf.readout_weight) != net.output_dim:
         wrong = ["true"]
@@ -339,7 +351,137 @@ def c3_queries(net: MaxoutNet, tf: Transformer) -> list[Query]:
     return queries
 
 
-def lay_out_index(lay: Layout, r: int, units: int) -> int | None:
-    """The unit i with ``r = out_i`` (i < units), else None."""
-    i = r - lay.out(0)
-    return i if 0 <= i < units else None
+# --- C3 end to end (tiny networks) ----------------------------------------------------------------
+
+def end_to_end_query(net: MaxoutNet, tf: Transformer, max_parameters: int = E2E_MAX_PARAMETERS) -> Query:
+    """C3 as one query: ``∃x ∈ B0: Tf(x) ≠ M(x)``, with every block of ``tf`` encoded from its
+    weights (ReLUs as ``ite``, hardmax by its argmax-average definition).  Refused beyond
+    ``max_parameters`` Maxout parameters: the query's difficulty grows exponentially with size;
+    use ``c2_queries`` and ``c3_queries`` there."""
+    if net.parameter_count() > max_parameters:
+        raise ValueError(f"end-to-end query is for tiny networks only: {net.parameter_count()} Maxout "
+                         f"parameters > {max_parameters}; use the compositional C2/C3 queries instead")
+    if not tf.is_hardmax:
+        raise ValueError("end-to-end query needs a hardmax Transformer")
+    T, names, facts, logic = tf.tokens, [], [], ["QF_LRA"]
+    x = variables("x", net.input_dim)
+    facts += in_box(x, list(zip(net.domain.lower, net.domain.upper)))
+
+    def fresh(prefix: str, form: Affine) -> Affine:
+        """A new variable equal to ``form`` (keeps terms short); constants stay constants."""
+        if set(form) <= {ONE}:
+            return form
+        name = f"{prefix}_{len(names)}"
+        names.append(name)
+        facts.append(f"(= {name} {term(form)})")
+        return {name: Fraction(1)}
+
+    def product(a: Affine, b: Affine) -> str:
+        if set(a) <= {ONE} or set(b) <= {ONE}:
+            c, f = (a.get(ONE, 0), b) if set(a) <= {ONE} else (b.get(ONE, 0), a)
+            return term(combine((c, f)))
+        logic[0] = "QF_NRA"
+        return f"(* {term(a)} {term(b)})"
+
+    states = [embedded(tf, t, x) for t in range(T)]
+    for b, block in enumerate(tf.blocks):
+        if isinstance(block, FeedForward):
+            rows = written(block)
+            for t, state in enumerate(states):
+                act = []
+                for k in range(block.hidden):
+                    pre = row_times(block.w1[k], state, block.b1[k])
+                    if set(pre) <= {ONE}:
+                        act.append(constant(max(pre.get(ONE, Fraction(0)), Fraction(0))))
+                    else:
+                        y = f"y{b}_{t}_{k}"
+                        names.append(y)
+                        facts.append(relu(y, pre))
+                        act.append({y: Fraction(1)})
+                for r in rows:
+                    change = combine((Fraction(1), constant(block.b2[r])),
+                                     *((a, act[k]) for k, a in enumerate(block.w2[r]) if a))
+                    state[r] = fresh(f"s{b}", combine((Fraction(1), state.get(r, {})), (Fraction(1), change)))
+        else:
+            delta: list[State] = [{} for _ in range(T)]
+            for e, head in enumerate(block.heads):
+                q = [[row_times(row, s) for row in head.query] for s in states]
+                k = [[row_times(row, s) for row in head.key] for s in states]
+                v = [[row_times(row, s) for row in head.value] for s in states]
+                for i in range(T):
+                    scores = [f"(+ 0 {' '.join(product(a, c) for a, c in zip(q[i], k[j]))})" for j in range(T)]
+                    for c in range(len(head.value)):
+                        o = f"o{b}_{e}_{i}_{c}"
+                        names.append(o)
+                        facts.append(hardmax_fact(scores, [term(v[j][c]) for j in range(T)], o))
+                        for r in range(tf.width):
+                            if head.output[r][c]:
+                                delta[i][r] = combine((Fraction(1), delta[i].get(r, {})),
+                                                      (head.output[r][c], {o: Fraction(1)}))
+            for state, change in zip(states, delta):
+                for r, form in change.items():
+                    state[r] = fresh(f"s{b}", combine((Fraction(1), state.get(r, {})), (Fraction(1), form)))
+
+    h = vector(x)
+    for l, layer in enumerate(net.layers):
+        units = []
+        for i in range(layer.units):
+            name = f"n{l}_{i}"
+            names.append(name)
+            facts.append(is_max(name, [term(row_times(w, h, c)) for w, c in zip(layer.weight[i], layer.bias[i])]))
+            units.append(name)
+        h = vector(units)
+    out = states[tf.readout_token]
+    wrong = [f"(distinct {term(row_times(rt, out, ct))} {term(row_times(rm, h, cm))})"
+             for rt, ct, rm, cm in zip(tf.readout_weight, tf.readout_bias, net.readout_weight, net.readout_bias)]
+    if len(tf.readout_weight) != net.output_dim:
+        wrong = ["true"]
+    return Query("C3 end to end: exists x in B0 with Tf(x) != M(x)", "C3-e2e",
+                 script(logic[0], x + names, facts + [any_of(wrong)]))
+
+
+# --- solving --------------------------------------------------------------------------------------
+
+def solve(smtlib: str, solver: str = "z3", timeout_ms: int = 10000) -> str:
+    """``"unsat"`` (the fact holds), ``"sat"`` (refuted) or ``"unknown"`` (timeout, gave up)."""
+    if solver == "z3":
+        import z3
+        s = z3.Solver()
+        s.set("timeout", timeout_ms)
+        s.from_string(smtlib)
+        return str(s.check())
+    if solver == "cvc5":
+        if "cvc5" not in solvers():
+            raise ValueError("solver 'cvc5' is not installed (optional: pip install cvc5)")
+        import cvc5
+        tm = cvc5.TermManager()
+        s = cvc5.Solver(tm)
+        s.setOption("tlimit-per", str(timeout_ms))
+        parser = cvc5.InputParser(s)
+        parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, smtlib, "query")
+        symbols, answer = parser.getSymbolManager(), "unknown"
+        while not (command := parser.nextCommand()).isNull():
+            text = command.invoke(s, symbols).strip()
+            if text in ("sat", "unsat", "unknown"):
+                answer = text
+        return answer
+    raise ValueError(f"unknown solver {solver!r}: expected 'z3' or 'cvc5'")
+
+
+def solvers() -> list[str]:
+    """The solvers installed here: z3 always, cvc5 when its Python package imports."""
+    try:
+        import cvc5  # noqa: F401
+        return ["z3", "cvc5"]
+    except ImportError:
+        return ["z3"]
+
+
+def run_queries(queries: list[Query], solver: str = "z3", timeout_ms: int = 10000) -> list[tuple[Query, str, float]]:
+    """Each query with its answer and solve time in seconds."""
+    out = []
+    for q in queries:
+        start = time.perf_counter()
+        answer = solve(q.smtlib, solver, timeout_ms)
+        out.append((q, answer, time.perf_counter() - start))
+    return out

@@ -1,0 +1,61 @@
+"""certify + check: an ACAS Xu-size ReLU net (5→6×50→5) and 5→w→w→5 ReLU nets, w = 50, 100, 200.
+
+Targets (issue 3): certify + check of the ACAS-size net under 5 s in total with check faster than
+certify; certification time about linear in the number of parameters (the ratio column: time
+per Maxout parameter relative to the smallest net).  Both are timed as the CLI runs them, files
+included (read, prove, write; read, recompute).
+"""
+import contextlib
+import io
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from benchmarks.timing import table  # noqa: E402
+from nets import relu_net  # noqa: E402
+
+from exactform.cli import main  # noqa: E402
+from exactform.construct.maxout_to_transformer import compile_maxout  # noqa: E402
+from exactform.formats import write_json  # noqa: E402
+
+
+def timed(argv: list[str]) -> float:
+    """CPU seconds of one in-process CLI run (the machine is shared: wall time would count others)."""
+    start = time.process_time()
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(argv)
+    assert code == 0, argv
+    return time.process_time() - start
+
+
+def measure(name: str, dims: list[int], outputs: int, folder: Path) -> list:
+    net = relu_net(random.Random(0), dims, outputs)
+    paths = [str(folder / f"{name}.{kind}.json") for kind in ("net", "tf", "cert")]
+    write_json(paths[0], net.to_json())
+    write_json(paths[1], compile_maxout(net).to_json())
+    certify = timed(["certify", paths[0], paths[1], "-o", paths[2]])
+    check = timed(["check", paths[2]])
+    return [name, net.parameter_count(), certify, check]
+
+
+def run() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = [measure("acas 5→6×50→5", [5] + [50] * 6, 5, Path(tmp))]
+        rows += [measure(f"5→{w}→{w}→5", [5, w, w], 5, Path(tmp)) for w in (50, 100, 200)]
+    base = rows[1][2] / rows[1][1]
+    print(table(["net", "maxout params", "certify cpu s", "check cpu s", "total s", "check/certify",
+                 "certify s per param (ratio to w=50)"],
+                [[n, p, f"{c:.2f}", f"{k:.2f}", f"{c + k:.2f}", f"{k / c:.2f}", f"{c / p / base:.2f}"]
+                 for n, p, c, k in rows]))
+    name, _, c, k = rows[0]
+    print(f"\n{name}: certify + check = {c + k:.2f} s (target < 5 s), check {'faster' if k < c else 'SLOWER'} "
+          "than certify")
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,42 @@
+"""``exactform certify NET.json TF.json -o CERT.json [--smt]``: prove C1–C4 and write the certificate."""
+from __future__ import annotations
+
+import time
+
+
+def add_parser(sub):
+    p = sub.add_parser("certify", help="prove C1-C4 for a Maxout net and its Transformer; write a certificate")
+    p.add_argument("net", help="exactform/maxout@1 JSON")
+    p.add_argument("transformer", help="exactform/transformer@1 JSON")
+    p.add_argument("-o", "--output", required=True, help="where to write the exactform/certificate@1 JSON")
+    p.add_argument("--smt", action="store_true", help="also generate, run and embed the Z3 queries (slower)")
+    return p
+
+
+def run(args) -> int:
+    from ..certificate.write import certify
+    from ..formats import InputError, load_json, write_json
+    from ..models import MaxoutNet, Transformer
+
+    start = time.perf_counter()
+    docs = []
+    for path, cls in ((args.net, MaxoutNet), (args.transformer, Transformer)):
+        doc = load_json(path)
+        if doc.dict().get("format") != cls.FORMAT:
+            raise InputError(path, "format", f"expected {cls.FORMAT!r}")
+        docs.append((cls.from_json(doc), doc.value))
+    (net, net_json), (tf, tf_json) = docs
+    cert = certify(net, tf, smt=args.smt, net_json=net_json, tf_json=tf_json)
+    for claim in cert.document["claims"]:
+        problems = cert.problems[claim["id"]]
+        queries = len(claim["evidence"].get("smt", []))
+        smt = f" and {queries} SMT queries unsat" if queries and not problems else ""
+        print(f"{claim['id']} {'FAILS: ' + problems[0] if problems else 'proved' + smt}"
+              f"{'' if problems else ': ' + claim['statement']}")
+    seconds = time.perf_counter() - start
+    if not cert.holds:
+        print(f"not certified ({seconds:.2f} s); nothing written")
+        return 1
+    write_json(args.output, cert.document)
+    print(f"wrote {args.output} in {seconds:.2f} s")
+    return 0

@@ -1,0 +1,51 @@
+"""``exactform regions MODEL.json [--json] [--plot FILE.png] [--max-regions N]``: exact counts of
+linear regions and activation regions on the model's domain (DESIGN §5)."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def add_parser(sub):
+    p = sub.add_parser("regions", help="count linear regions exactly")
+    p.add_argument("model", help="exactform/maxout@1 or hardmax exactform/transformer@1 JSON")
+    p.add_argument("--json", action="store_true", help='print {"regions": N, "activation_regions": M, "method": ...}')
+    p.add_argument("--plot", metavar="FILE.png", help="draw the partition (2-D) or the graph (1-D)")
+    p.add_argument("--max-regions", type=int, metavar="N", help="stop once more than N cells would be enumerated")
+    p.add_argument("--method", choices=("interval", "polygon", "polytope"),
+                   help="cell kind (default: interval in 1-D, polygon in 2-D, exact LP otherwise)")
+    return p
+
+
+def run(args) -> int:
+    from ..formats import InputError
+    from ..models import load_model
+    from ..prove.regions import NotPiecewiseLinear, Progress, RegionLimit, count_regions
+    model = load_model(args.model)
+    if getattr(model, "is_hardmax", True) is False:
+        raise InputError(args.model, "attention", "softmax attention is not piecewise linear; "
+                         "regions are counted for hardmax models")
+    if args.max_regions is not None and args.max_regions < 1:
+        raise InputError("--max-regions", "", "expected a positive integer")
+    progress = Progress()
+    try:
+        result = count_regions(model, args.method, args.max_regions, progress=progress)
+    except RegionLimit as e:
+        progress.close()
+        print(f"exactform: regions: stopped: {e}", file=sys.stderr)
+        return 1
+    except (NotPiecewiseLinear, ValueError) as e:
+        progress.close()
+        raise InputError(args.model, "", str(e)) from None
+    progress.close()
+    if args.plot:
+        from ..prove.region_plot import plot_regions
+        if model.input_dim > 2:
+            raise InputError("--plot", "", "plots are drawn for 1-D and 2-D inputs only")
+        plot_regions(result, args.plot)
+    if args.json:
+        print(json.dumps(result.to_json(), sort_keys=True))
+    else:
+        print(f"{result.regions} linear regions, {result.activation_regions} activation regions "
+              f"({result.method}, exact)" + (f"; plot written to {args.plot}" if args.plot else ""))
+    return 0

@@ -1,0 +1,95 @@
+"""Exact linear programming over rationals (flint ``fmpq``): a two-phase tableau simplex with Bland's rule.
+
+Invariant: every pivot is exact rational arithmetic, so the optimum returned is the true optimum
+of the rational LP (Bland's rule guarantees termination; no tolerance appears anywhere).
+"""
+from __future__ import annotations
+
+import flint
+
+ZERO, ONE = flint.fmpq(0), flint.fmpq(1)
+
+
+class Unbounded(ArithmeticError):
+    """The objective is unbounded above on the feasible set."""
+
+
+def maximize(c: list, A: list[list], b: list) -> flint.fmpq | None:
+    """``max c·x`` subject to ``A x ≤ b`` with ``x`` free; ``None`` when infeasible.
+
+    Free variables are split as ``x = x⁺ − x⁻``; raises ``Unbounded`` on an unbounded objective.
+    """
+    n = len(c)
+    rows = [list(a) + [-v for v in a] for a in A]
+    return _maximize_nonneg(list(c) + [-v for v in c], rows, list(b), 2 * n)
+
+
+def _maximize_nonneg(c, A, b, n):
+    m = len(A)
+    N = n + m + 1                        # structural, slacks, one artificial (last)
+    art = N - 1
+    tab = []
+    for i in range(m):
+        row = list(A[i]) + [ZERO] * m + [-ONE]
+        row[n + i] = ONE
+        tab.append(row + [b[i]])
+    basis = [n + i for i in range(m)]
+    obj = [ZERO] * N + [ZERO]            # z = obj[-1] + Σ obj[j] x_j
+    if m and min(b) < 0:
+        obj[art] = -ONE
+        r = min(range(m), key=lambda i: (b[i], basis[i]))
+        _pivot(tab, obj, basis, r, art)
+        _run(tab, obj, basis, N)
+        if obj[-1] < 0:
+            return None
+        if art in basis:                 # degenerate: drive the artificial out of the basis
+            r = basis.index(art)
+            e = next((j for j in range(N - 1) if tab[r][j] != 0), None)
+            if e is not None:
+                _pivot(tab, obj, basis, r, e)
+    for row in tab:
+        row[art] = ZERO
+    obj = [ZERO] * (N + 1)
+    for j in range(n):
+        obj[j] = c[j]
+    for i, j in enumerate(basis):       # express the objective in the non-basic variables
+        if j < n and obj[j] != 0:
+            f = obj[j]
+            for k in range(N + 1):
+                obj[k] -= f * tab[i][k] if k < N else -f * tab[i][k]
+    _run(tab, obj, basis, N - 1)
+    return obj[-1]
+
+
+def _pivot(tab, obj, basis, r, e) -> None:
+    pr = tab[r]
+    p = pr[e]
+    if p != 1:
+        tab[r] = pr = [v / p for v in pr]
+    for i, row in enumerate(tab):
+        f = row[e]
+        if i != r and f != 0:
+            tab[i] = [v - f * w for v, w in zip(row, pr)]
+    f = obj[e]
+    if f != 0:
+        last = len(obj) - 1
+        for k in range(last):
+            obj[k] -= f * pr[k]
+        obj[last] += f * pr[last]
+    basis[r] = e
+
+
+def _run(tab, obj, basis, ncols) -> None:
+    while True:
+        e = next((j for j in range(ncols) if obj[j] > 0), None)
+        if e is None:
+            return
+        best = None
+        for i, row in enumerate(tab):
+            if row[e] > 0:
+                key = (row[-1] / row[e], basis[i])
+                if best is None or key < best[0]:
+                    best = (key, i)
+        if best is None:
+            raise Unbounded("objective unbounded")
+        _pivot(tab, obj, basis, best[1], e)

@@ -1,0 +1,386 @@
+"""Exact linear-region and activation-region counts (claim C7) for Maxout nets and hardmax
+Transformers on their box domains.
+
+Method.  A model is a sequence of *stages*; on a cell where the stage's input is affine in x, the
+stage is decided by argmax choices among affine functions (a Maxout unit's pieces, a ReLU's
+``[v, 0]``, a hardmax head's scores).  ``cells_in_box`` splits the box exactly by those choices,
+stage by stage (``prove.cells``), so every final cell carries the exact affine map of the output.
+
+- An *activation region* is a set of points with the same choices at every unit (ties between
+  pieces that are identical on the cell are one choice); each is convex, so it is one cell.
+- A *linear region* is a connected component of the interior of ``{x : f = A on a neighbourhood}``
+  for one affine map A: cells with equal output maps are merged when they share a facet.
+
+Both counts are counted from the cells, never computed from a formula.  Enumeration of a sub-box
+is a pure, deterministic function of (model, box, method); ``count_regions`` merges sub-boxes
+across their shared facets, so any split of the domain gives the same counts.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from itertools import product
+
+from ..models import Box, MaxoutNet, Transformer
+from ..models.transformer import Attention, FeedForward
+from .cells import ONE, ZERO, Interval, Polygon, Polytope, argmax_split, box_cell, rational
+from .lp import maximize
+
+METHODS = {"interval": "exact-1d-breakpoints", "polygon": "exact-2d-polygons", "polytope": "exact-lp"}
+
+
+class RegionLimit(RuntimeError):
+    """More cells than ``max_regions`` would be enumerated."""
+
+
+class NotPiecewiseLinear(ValueError):
+    """An attention score is not affine in x on a cell (query and key both vary)."""
+
+
+# --- affine maps of x: tuples (a_1..a_d, c) ------------------------------------------------------
+
+def combine(coefs, maps, const, d: int) -> tuple:
+    """``Σ coefs[k]·maps[k] + const`` as an affine map (coefficients and maps are ``fmpq``)."""
+    terms = [(a, m) for a, m in zip(coefs, maps) if a]
+    if not terms:
+        return (ZERO,) * d + (const,)
+    a, m = terms[0]
+    out = [a * v for v in m]
+    for a, m in terms[1:]:
+        out = [u + a * v for u, v in zip(out, m)]
+    out[-1] += const
+    return tuple(out)
+
+
+def coordinate_maps(d: int) -> list[tuple]:
+    return [tuple(ONE if k == i else ZERO for k in range(d)) + (ZERO,) for i in range(d)]
+
+
+def bilinear(qs: list[tuple], ks: list[tuple], d: int) -> tuple:
+    """``Σ_r q_r(x)·k_r(x)`` as an affine map; raises ``NotPiecewiseLinear`` if it is quadratic."""
+    quad = [[ZERO] * d for _ in range(d)]
+    lin = [ZERO] * d
+    const = ZERO
+    for q, k in zip(qs, ks):
+        cq, ck = q[-1], k[-1]
+        const += cq * ck
+        for a in range(d):
+            lin[a] += cq * k[a] + ck * q[a]
+            if q[a]:
+                for b in range(d):
+                    quad[a][b] += q[a] * k[b]
+    if any(quad[a][b] + quad[b][a] for a in range(d) for b in range(d)):
+        raise NotPiecewiseLinear("an attention score is quadratic in the input on a cell "
+                                 "(query and key both depend on x); its regions are not polyhedral")
+    return tuple(lin) + (const,)
+
+
+# --- stage programs --------------------------------------------------------------------------------
+
+class MaxoutProgram:
+    """State: the affine maps of the current layer's activations."""
+
+    def __init__(self, net: MaxoutNet):
+        self.net, self.d = net, net.input_dim
+        self.layers = [([[[rational(v) for v in w] for w in ws] for ws in layer.weight],
+                        [[rational(b) for b in bs] for bs in layer.bias]) for layer in net.layers]
+        self.readout = [([rational(v) for v in w], rational(b)) for w, b in zip(net.readout_weight, net.readout_bias)]
+
+    def initial(self):
+        return coordinate_maps(self.d)
+
+    def stages(self):
+        return [self._layer(weight, bias) for weight, bias in self.layers]
+
+    def _layer(self, weight, bias):
+        d = self.d
+
+        def stage(h):
+            pieces = [[combine(w, h, b, d) for w, b in zip(ws, bs)] for ws, bs in zip(weight, bias)]
+            return pieces, lambda choice: [ps[j] for ps, j in zip(pieces, choice)]
+        return stage
+
+    def output(self, h) -> tuple:
+        return tuple(combine(w, h, b, self.d) for w, b in self.readout)
+
+
+class TransformerProgram:
+    """State: ``X[t][r]``, the affine map of coordinate r of token t (hardmax only)."""
+
+    def __init__(self, tf: Transformer):
+        if not tf.is_hardmax:
+            raise ValueError("softmax attention is not piecewise linear; count regions of hardmax models")
+        self.tf, self.d = tf, tf.input_dim
+
+    def initial(self):
+        tf = self.tf
+        return [[tuple(map(rational, tf.embed_weight[r])) + (rational(tf.embed_bias[t][r]),)
+                 for r in range(tf.width)] for t in range(tf.tokens)]
+
+    def stages(self):
+        return [self._feedforward(b) if isinstance(b, FeedForward) else self._attention(b)
+                for b in self.tf.blocks]
+
+    def _feedforward(self, block: FeedForward):
+        d, zero = self.d, (ZERO,) * (self.d + 1)
+        reads, writes = block.reads, block.writes
+        w1 = [([rational(row[r]) for r in reads], rational(b)) for row, b in zip(block.w1, block.b1)]
+        w2 = {r: ([ONE] + [rational(v) for v in block.w2[r]], rational(block.b2[r])) for r in writes}
+
+        def stage(X):
+            pre = [[combine(row, [x[r] for r in reads], b, d) for row, b in w1] for x in X]
+            decisions = [[p, zero] for ps in pre for p in ps]
+
+            def update(choice):
+                out, k = [], 0
+                for x, ps in zip(X, pre):
+                    act = [p if choice[k + h] == 0 else zero for h, p in enumerate(ps)]
+                    k += len(ps)
+                    y = list(x)
+                    for r, (row, b) in w2.items():
+                        y[r] = combine(row, [x[r]] + act, b, d)
+                    out.append(y)
+                return out
+            return decisions, update
+        return stage
+
+    def _attention(self, block: Attention):
+        d, T = self.d, self.tf.tokens
+
+        def exact(m):
+            return [[rational(v) for v in row] for row in m]
+        mats = [(exact(h.query), exact(h.key), exact(h.value), exact(h.output)) for h in block.heads]
+
+        def stage(X):
+            def apply(m, x):
+                return [combine(row, x, ZERO, d) for row in m]
+            heads = []
+            for Qm, Km, Vm, Om in mats:
+                q = [apply(Qm, x) for x in X]
+                k = [apply(Km, x) for x in X]
+                v = [apply(Vm, x) for x in X]
+                heads.append((Om, [[bilinear(q[i], k[j], d) for j in range(T)] for i in range(T)], v))
+            decisions = [scores[i] for _, scores, _ in heads for i in range(T)]
+
+            def update(choice):
+                Y = [list(x) for x in X]
+                for n, (Om, scores, v) in enumerate(heads):
+                    for i in range(T):
+                        win = scores[i][choice[n * T + i]]
+                        tie = [j for j in range(T) if scores[i][j] == win]
+                        share = [rational(Fraction(1, len(tie)))] * len(tie)
+                        mean = [combine(share, [v[j][c] for j in tie], ZERO, d) for c in range(len(v[0]))]
+                        for r, row in enumerate(Om):
+                            if any(row):
+                                Y[i][r] = combine([ONE] + row, [Y[i][r]] + mean, ZERO, d)
+                return Y
+            return decisions, update
+        return stage
+
+    def output(self, X) -> tuple:
+        x = X[self.tf.readout_token]
+        return tuple(combine([rational(v) for v in w], x, rational(b), self.d)
+                     for w, b in zip(self.tf.readout_weight, self.tf.readout_bias))
+
+
+def program_of(model):
+    return MaxoutProgram(model) if isinstance(model, MaxoutNet) else TransformerProgram(model)
+
+
+# --- enumeration ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Piece:
+    """A final cell: its activation choices and the exact affine maps of the outputs on it."""
+    cell: object
+    pattern: tuple
+    output: tuple
+
+    def to_json(self) -> dict:
+        from ..numbers import format_rational
+        return {**self.cell.to_json(), "pattern": list(self.pattern),
+                "output": [[format_rational(v) for v in m] for m in self.output]}
+
+
+def default_method(dim: int) -> str:
+    return {1: "interval", 2: "polygon"}.get(dim, "polytope")
+
+
+def refine(cell, decisions) -> list[tuple[object, tuple]]:
+    """Split a cell by a sequence of argmax decisions; returns (part, choices)."""
+    parts = [(cell, ())]
+    for pieces in decisions:
+        parts = [(s, ch + (j,)) for p, ch in parts for s, j in argmax_split(p, pieces)]
+    return parts
+
+
+def cells_in_box(model, box: Box, method: str | None = None, max_cells: int | None = None,
+                 progress=None) -> list[Piece]:
+    """All activation cells of ``model`` inside ``box`` (a pure, deterministic function)."""
+    method = method or default_method(box.dim)
+    program = program_of(model)
+    items = [(box_cell(box, method), (), program.initial())]
+    stages = program.stages()
+    for k, stage in enumerate(stages):
+        new = []
+        for cell, pattern, state in items:
+            decisions, update = stage(state)
+            for part, choice in refine(cell, decisions):
+                new.append((part, pattern + choice, update(choice)))
+            if max_cells is not None and len(new) > max_cells:
+                raise RegionLimit(f"more than {max_cells} activation cells after stage {k + 1} of "
+                                  f"{len(stages)}; raise --max-regions to count them all")
+        items = new
+        if progress:
+            progress(k + 1, len(stages), len(items))
+    return [Piece(c, p, program.output(s)) for c, p, s in items]
+
+
+# --- merging ---------------------------------------------------------------------------------------
+
+def adjacent_pairs(pieces: list[Piece], wanted) -> set[tuple[int, int]]:
+    """Pairs of cells sharing a facet, restricted to pairs for which ``wanted(i, j)`` holds."""
+    if not pieces:
+        return set()
+    cell = pieces[0].cell
+    if isinstance(cell, Interval):
+        order = sorted(range(len(pieces)), key=lambda i: pieces[i].cell.lo)
+        return {tuple(sorted((i, j))) for i, j in zip(order, order[1:])
+                if pieces[i].cell.hi == pieces[j].cell.lo and wanted(i, j)}
+    if isinstance(cell, Polygon):
+        return {p for p in _polygon_pairs(pieces) if wanted(*p)}
+    return {p for p in _polytope_candidates(pieces, wanted) if _share_facet(pieces[p[0]].cell, pieces[p[1]].cell)}
+
+
+def _polygon_pairs(pieces) -> set[tuple[int, int]]:
+    lines: dict[tuple, list] = {}
+    for n, piece in enumerate(pieces):
+        vs = piece.cell.vertices
+        for i in range(len(vs)):
+            (x1, y1), (x2, y2) = vs[i], vs[(i + 1) % len(vs)]
+            if (x1, y1) == (x2, y2):
+                continue
+            a, b = y2 - y1, x1 - x2
+            lead = a if a else b            # the line's equation scaled so its key ignores orientation
+            key = (a / lead, b / lead, -(a * x1 + b * y1) / lead)
+            t1, t2 = (x1, x2) if x1 != x2 else (y1, y2)
+            lines.setdefault(key, []).append((min(t1, t2), max(t1, t2), n))
+    pairs = set()
+    for segments in lines.values():
+        segments.sort()
+        active = []
+        for lo, hi, n in segments:
+            active = [(h, m) for h, m in active if h > lo]
+            pairs.update(tuple(sorted((m, n))) for _, m in active if m != n)
+            active.append((hi, n))
+    return pairs
+
+
+def _polytope_candidates(pieces, wanted):
+    groups: dict = {}
+    for n, p in enumerate(pieces):
+        groups.setdefault(p.output, []).append(n)
+        groups.setdefault(("pattern", p.pattern), []).append(n)
+    return {(i, j) for members in groups.values() for a, i in enumerate(members) for j in members[a + 1:]
+            if wanted(i, j)}
+
+
+def _share_facet(P: Polytope, Q: Polytope) -> bool:
+    """``P ∩ Q`` is (d−1)-dimensional: on a hyperplane h with h ≥ 0 on P and h ≤ 0 on Q, the
+    other constraints of both hold with a positive margin at some point of h (exact LP)."""
+    neg = {tuple(-v for v in g) for g in Q.constraints}
+    for h in P.constraints:
+        if h not in neg:
+            continue
+        same = {h, tuple(-v for v in h)}
+        d = len(h) - 1
+        A, b = [], []
+        for g in P.constraints + Q.constraints:
+            if g not in same:
+                A.append([-a for a in g[:-1]] + [ONE])
+                b.append(g[-1])
+        A += [list(h[:-1]) + [ZERO], [-a for a in h[:-1]] + [ZERO], [ZERO] * d + [ONE]]
+        b += [-h[-1], h[-1], ONE]
+        best = maximize([ZERO] * d + [ONE], A, b)
+        if best is not None and best > 0:
+            return True
+    return False
+
+
+def components(n: int, pairs) -> int:
+    parent = list(range(n))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+    count = n
+    for i, j in pairs:
+        a, b = find(i), find(j)
+        if a != b:
+            parent[a] = b
+            count -= 1
+    return count
+
+
+# --- the count -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RegionCount:
+    regions: int
+    activation_regions: int
+    method: str
+    pieces: list
+
+    def to_json(self) -> dict:
+        return {"regions": self.regions, "activation_regions": self.activation_regions, "method": self.method}
+
+
+def split_box(box: Box, parts: int) -> list[Box]:
+    """``parts`` equal slices along every coordinate (parts^d sub-boxes, in a fixed order)."""
+    cuts = [[lo + (hi - lo) * Fraction(k, parts) for k in range(parts + 1)] for lo, hi in zip(box.lower, box.upper)]
+    return [Box(tuple(c[i] for c, i in zip(cuts, idx)), tuple(c[i + 1] for c, i in zip(cuts, idx)))
+            for idx in product(range(parts), repeat=box.dim)]
+
+
+def count_regions(model, method: str | None = None, max_regions: int | None = None, parts: int = 1,
+                  progress=None) -> RegionCount:
+    """Exact counts on ``model.domain``; ``parts > 1`` enumerates parts^d sub-boxes independently."""
+    method = method or default_method(model.input_dim)
+    if method not in METHODS or (method == "interval" and model.input_dim != 1) \
+            or (method == "polygon" and model.input_dim != 2):
+        raise ValueError(f"method {method!r} does not apply to input dimension {model.input_dim}")
+    pieces = []
+    for sub in split_box(model.domain, parts):
+        pieces += cells_in_box(model, sub, method, max_regions, progress)
+    same_map = lambda i, j: pieces[i].output == pieces[j].output       # noqa: E731
+    same_pattern = lambda i, j: pieces[i].pattern == pieces[j].pattern  # noqa: E731
+    pairs = adjacent_pairs(pieces, lambda i, j: same_map(i, j) or same_pattern(i, j))
+    regions = components(len(pieces), [p for p in pairs if same_map(*p)])
+    activation = components(len(pieces), [p for p in pairs if same_pattern(*p)])
+    return RegionCount(regions, activation, METHODS[method], pieces)
+
+
+class Progress:
+    """A one-line progress bar on stderr, shown once a run has taken more than ``after`` seconds."""
+
+    def __init__(self, label: str = "regions", after: float = 1.0, stream=sys.stderr):
+        self.label, self.after, self.stream = label, after, stream
+        self.start, self.shown = time.monotonic(), False
+
+    def __call__(self, done: int, total: int, cells: int) -> None:
+        if time.monotonic() - self.start < self.after:
+            return
+        width = 30
+        bar = "#" * (width * done // total) + "-" * (width - width * done // total)
+        self.stream.write(f"\r{self.label} [{bar}] stage {done}/{total}, {cells} cells")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()

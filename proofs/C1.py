@@ -1,0 +1,51 @@
+"""Claim C1 (attention-max): a hardmax head with constant positive query scale and key = value
+returns the maximum of its values over the tokens, ties included.
+
+Proved three ways: symbolically with SymPy for every weak ordering of T = 1..4 values (argmax set
+decided by the signs of symbolic gaps, output simplified against ``Max``); over the reals with Z3
+for T = 1..8 when ``exactform.prove.smt`` is installed (unsat queries); and per instance, for
+every head of the Transformers compiled from the example and random nets (each is recognised as
+a max head of its unit by ``prove.symbolic.analyse``).
+
+Run: ``python proofs/C1.py [--json] [--out DIR]``; exit 0 when proved, 1 otherwise.
+"""
+import sys
+import time
+
+from _common import arguments, finish, pairs, write_certificate
+
+from exactform.certificate.write import certify
+from exactform.prove.symbolic import hardmax_max_identity
+
+
+def main() -> int:
+    args = arguments(__doc__)
+    ok = True
+    for T in range(1, 5):
+        start = time.perf_counter()
+        n = hardmax_max_identity(T)
+        print(f"SymPy: T = {T}: hardmax output = Max(v) for all {n} weak orderings ({time.perf_counter() - start:.2f} s)")
+    try:
+        from exactform.prove.smt import c1_queries, solve
+    except ImportError:
+        print("Z3: exactform.prove.smt is not available; the real-arithmetic proof for T = 1..8 was not run")
+    else:
+        for q in c1_queries(8):
+            answer = solve(q.smtlib)
+            ok &= answer == "unsat"
+            print(f"Z3: {q.name}: {answer}")
+    heads = 0
+    for name, net, tf in pairs():
+        cert = certify(net, tf)
+        problems = cert.problems["C1"]
+        ok &= not problems
+        count = len(cert.document["claims"][0]["evidence"]["heads"])
+        heads += count
+        print(f"instance {name}: {count} heads are max heads" if not problems else f"instance {name}: {problems[0]}")
+        write_certificate(args, "C1", name, cert)
+    return finish(args, "C1", ok, f"hardmax with constant query and key = value is the max (SymPy T ≤ 4, "
+                  f"Z3 T ≤ 8 when available, {heads} heads)", heads=heads)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

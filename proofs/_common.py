@@ -1,0 +1,64 @@
+"""Shared by the proof scripts: the example nets, the random test nets, arguments, certificate
+output (``--out DIR`` or ``$EXACTFORM_PROOF_OUT``) and the verdict line or JSON object."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from nets import random_net, relu_net  # noqa: E402  (the seeded nets the tests use)
+
+from exactform.construct.maxout_to_transformer import compile_maxout  # noqa: E402
+from exactform.formats import load_json, write_json  # noqa: E402
+from exactform.models import MaxoutNet  # noqa: E402
+
+
+def arguments(doc: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--json", action="store_true", help='print {"claim": ..., "ok": ...} as the last line')
+    p.add_argument("--out", default=os.environ.get("EXACTFORM_PROOF_OUT"), help="write certificates here")
+    return p.parse_args()
+
+
+def nets() -> dict[str, MaxoutNet]:
+    """The Maxout nets of examples/, and seeded random nets: ragged ranks, rank 1, several outputs."""
+    out = {}
+    for path in sorted((ROOT / "examples").glob("*.json")):
+        doc = load_json(path)
+        if isinstance(doc.value, dict) and doc.value.get("format") == MaxoutNet.FORMAT:
+            out[path.stem] = MaxoutNet.from_json(doc)
+    out["random 3→4→3 ragged ranks ≤ 4, 2 outputs"] = random_net(random.Random(3), [3, 4, 3], 4, outputs=2)
+    out["random 2→3 rank 1"] = random_net(random.Random(4), [2, 3], 1)
+    out["random ReLU 4→8→8→3"] = relu_net(random.Random(5), [4, 8, 8], outputs=3)
+    return out
+
+
+def pairs():
+    for name, net in nets().items():
+        yield name, net, compile_maxout(net)
+
+
+def write_certificate(args, claim: str, name: str, cert) -> str | None:
+    """Write the certificate as ``OUT/<claim>.<name>.cert.json``, restricted to ``claim`` when it
+    is one the certificate carries (C8, the certificate itself, keeps them all)."""
+    if not args.out:
+        return None
+    own = [c for c in cert.document["claims"] if c["id"] == claim]
+    doc = dict(cert.document, claims=own or cert.document["claims"])
+    stem = "".join(ch if ch.isalnum() else "_" for ch in name)
+    path = Path(args.out) / f"{claim}.{stem}.cert.json"
+    write_json(path, doc)
+    return str(path)
+
+
+def finish(args, claim: str, ok: bool, summary: str, **extra) -> int:
+    print(f"{claim} {'PROVED' if ok else 'FAILED'}: {summary}")
+    if args.json:
+        print(json.dumps({"claim": claim, "ok": ok, **extra}, sort_keys=True))
+    return 0 if ok else 1

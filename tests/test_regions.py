@@ -1,0 +1,118 @@
+"""Exact region counts (C7): hand-checkable counts, Transformers vs their source nets, methods
+agreeing with each other, the region-rich family, and where a float grid miscounts."""
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+
+from exactform.construct.cpwl import expression_net
+from exactform.construct.maxout_to_transformer import compile_maxout
+from exactform.construct.region_rich import region_rich_net, seed_bound
+from exactform.models import Box, MaxoutLayer, MaxoutNet
+from exactform.prove.regions import RegionLimit, count_regions
+
+ONE, ZERO = F(1), F(0)
+SQUARE = Box((F(-1), F(-1)), (ONE, ONE))
+
+
+def relu_net(box, hidden, readout, bias=ZERO):
+    """One ReLU layer: ``hidden`` = [(weights, bias)], read-out weights."""
+    layer = MaxoutLayer([[w, [ZERO] * len(w)] for w, _ in hidden], [[b, ZERO] for _, b in hidden])
+    return MaxoutNet(box, [layer], [readout], [bias])
+
+
+def tent(depth):
+    """The sawtooth: the tent map composed ``depth`` times on [0, 1] (2^depth pieces)."""
+    first = MaxoutLayer([[[ONE], [ZERO]], [[ONE], [ZERO]]], [[ZERO, ZERO], [F(-1, 2), ZERO]])
+    fold = MaxoutLayer([[[F(2), F(-4)], [ZERO, ZERO]], [[F(2), F(-4)], [ZERO, ZERO]]], [[ZERO, ZERO], [F(-1, 2), ZERO]])
+    return MaxoutNet(Box((ZERO,), (ONE,)), [first] + [fold] * (depth - 1), [[F(2), F(-4)]], [ZERO])
+
+
+def test_abs_has_two_regions():
+    net = relu_net(Box((-ONE,), (ONE,)), [([ONE], ZERO), ([-ONE], ZERO)], [ONE, ONE])
+    assert count_regions(net).to_json() == {"regions": 2, "activation_regions": 2, "method": "exact-1d-breakpoints"}
+
+
+@pytest.mark.parametrize("depth", [1, 2, 5, 8])
+def test_sawtooth_has_two_to_the_depth_regions(depth):
+    result = count_regions(tent(depth))
+    assert (result.regions, result.activation_regions) == (2 ** depth, 2 ** depth)
+
+
+def test_abs_x_plus_abs_y_has_four_regions_by_every_method():
+    net = expression_net("Abs(x) + Abs(y)", SQUARE).net
+    for method in ("polygon", "polytope"):
+        assert count_regions(net, method).regions == 4
+    assert count_regions(net, parts=3).regions == 4        # sub-boxes merged across their facets
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_max_of_k_lines_in_2d(k):
+    # tangent planes of x² + y² at k points of the square: plane j is the max exactly on the
+    # Voronoi cell of point j, so there are k regions
+    pts = [(F(j, k) - F(1, 2), F(j * j % k, k) - F(1, 3)) for j in range(k)]
+    terms = ", ".join(f"{2 * a}*x + {2 * b}*y - {a * a + b * b}" for a, b in pts)
+    assert count_regions(expression_net(f"Max({terms})", SQUARE).net).regions == k
+
+
+def test_relus_that_cancel_are_one_region():
+    # ReLU(x) − ReLU(−x) − x ≡ 0 and ReLU(y) − ReLU(−y) = y: the function is affine (one region),
+    # though the net has 4 activation regions.
+    net = relu_net(SQUARE, [([ONE, ZERO], ZERO), ([-ONE, ZERO], ZERO), ([ZERO, ONE], ZERO), ([ZERO, -ONE], ZERO)],
+                   [ONE, -ONE, ONE, -ONE])
+    result = count_regions(net)
+    assert (result.regions, result.activation_regions) == (1, 4)
+    assert count_regions(net, "polytope").regions == 1
+
+
+def test_three_dimensional_count_by_exact_lp():
+    box = Box((-ONE,) * 3, (ONE,) * 3)
+    net = expression_net("Abs(x) + Abs(y) + Abs(z)", box).net
+    assert count_regions(net).to_json() == {"regions": 8, "activation_regions": 8, "method": "exact-lp"}
+
+
+@pytest.mark.parametrize("expr", ["Abs(x) + Abs(y)", "Max(x, 2*y) - Abs(x - y)/3", "Min(Abs(x), y + 1/2)"])
+def test_transformer_has_the_regions_of_its_source_net(expr):
+    net = expression_net(expr, SQUARE).net
+    assert count_regions(compile_maxout(net)).regions == count_regions(net).regions
+
+
+def test_transformer_of_sawtooth_matches():
+    net = tent(4)
+    assert count_regions(compile_maxout(net)).regions == count_regions(net).regions == 16
+
+
+def test_random_relu_net_counts_agree_across_methods_and_splits():
+    rng = np.random.default_rng(7)
+    hidden = [([F(int(a), 4) for a in rng.integers(-4, 5, 2)], F(int(rng.integers(-3, 4)), 4)) for _ in range(6)]
+    net = relu_net(SQUARE, hidden, [F(int(a)) for a in rng.integers(-3, 4, 6)])
+    a, b, c = count_regions(net), count_regions(net, "polytope"), count_regions(net, parts=2)
+    assert a.regions == b.regions == c.regions
+    assert a.activation_regions == b.activation_regions == c.activation_regions
+
+
+def test_region_rich_family_meets_the_bound_exactly_at_small_depth():
+    for (m, T, q, D) in [(1, 2, 1, 9), (2, 3, 1, 6), (1, 2, 2, 9), (2, 2, 2, 6)]:
+        assert count_regions(region_rich_net(m, T, q, D)).regions == seed_bound(m, T, q, D)
+
+
+def test_parity_limit_is_refused():
+    with pytest.raises(ValueError, match="parity"):
+        region_rich_net(1, 3, 1, 6)
+
+
+def test_max_regions_stops_with_a_clear_error():
+    with pytest.raises(RegionLimit, match="max-regions"):
+        count_regions(tent(6), max_regions=10)
+
+
+def test_a_dense_float_grid_miscounts_where_the_exact_method_does_not():
+    # a tent of width 1/150 between two neighbouring points of a 101-point grid on [-1, 1]:
+    # the grid sees f = 0 everywhere (1 region); exactly, there are 4
+    net = expression_net("Max(x - 1/300, 0) - 2*Max(x - 2/300, 0) + Max(x - 3/300, 0)", Box((-ONE,), (ONE,))).net
+    assert count_regions(net).regions == 4
+    xs = np.linspace(-1, 1, 101)
+    ys = np.array([float(net([F(x)])[0]) for x in xs])
+    slopes = np.round(np.diff(ys) / np.diff(xs), 9)
+    float_regions = 1 + int(np.sum(slopes[1:] != slopes[:-1]))
+    assert float_regions == 1

@@ -1,0 +1,141 @@
+"""Claim C5: softmax lemmas, λ selection, enclosures and the C5 certificate check."""
+import copy
+import json
+import random
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from nets import random_net
+
+from exactform.certificate.check_softmax import check_c5, exp_reaches
+from exactform.cli import main
+from exactform.construct.maxout_to_transformer import compile_maxout
+from exactform.formats import load_json
+from exactform.models import MaxoutNet, Transformer
+from exactform.prove.bounds import magnitude, maxout_bounds
+from exactform.prove.enclosure import enclose, log_upper, softmax_error
+from exactform.prove.softmax import (c5_evidence, choose_scale, counterexample, depth_bound, gap_lemma, log_bound,
+                                     log_lemma, scale_threshold)
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EPS = Fraction(1, 1000)
+
+
+@pytest.fixture(scope="module")
+def relu_net():
+    return MaxoutNet.from_json(load_json(EXAMPLES / "relu_net.json"))
+
+
+@pytest.mark.parametrize("T", [2, 3, 5, 8])
+def test_lemmas_proved(T):
+    assert log_lemma(T).ok
+    assert gap_lemma(T).ok
+
+
+def test_wrong_lemma_not_proved_and_refuted():
+    assert not log_lemma(4, Fraction(1, 2)).ok
+    lam = Fraction(3)
+    claimed = log_bound(32, lam) / 2                   # ≥ ln(32)/(2λ)
+    v, lower = counterexample(32, claimed, lam)
+    assert lower > claimed
+    assert softmax_error(v, lam, digits=60)[0] > claimed
+    assert counterexample(8, log_bound(8, lam), lam) is None       # the true lemma survives the search
+
+
+def test_certified_log_bound():
+    for T in (2, 3, 8, 1000):
+        U = log_upper(T)
+        assert exp_reaches(U, T) and not exp_reaches(U - Fraction(1, 10 ** 30), T)
+
+
+def test_lambda_threshold(relu_net, tmp_path, capsys):
+    lam, result = choose_scale(relu_net, EPS)
+    assert result.holds and result.bound <= EPS
+    assert depth_bound(relu_net, lam - 1).bound > EPS
+    assert lam - 1 < scale_threshold(relu_net, EPS) <= lam
+    out = tmp_path / "tf.json"
+    assert main(["softmax", str(EXAMPLES / "relu_net.json"), "--eps", "1/1000", "--lambda", str(lam - 1),
+                 "-o", str(out)]) == 1
+    assert "NOT proved" in capsys.readouterr().out and not out.exists()
+    assert main(["softmax", str(EXAMPLES / "relu_net.json"), "--eps", "1/1000", "-o", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["proved"] and Fraction(report["lambda"]) == lam
+    assert Transformer.from_json(load_json(out)).attention == lam
+
+
+def test_bad_eps_is_input_error(tmp_path):
+    assert main(["softmax", str(EXAMPLES / "relu_net.json"), "--eps", "0.001", "-o", str(tmp_path / "t.json")]) == 2
+
+
+def test_enclosure_within_bound(relu_net):
+    lam = Fraction(50)
+    tf = compile_maxout(relu_net).with_attention(lam)
+    bound = depth_bound(relu_net, lam).bound
+    rng = random.Random(1)
+    for _ in range(8):
+        x = [Fraction(rng.randint(-64, 64), 64) for _ in range(2)]
+        (lo, hi), = enclose(tf, x, digits=30)
+        y = relu_net(x)[0]
+        assert hi - lo < Fraction(1, 10 ** 25)
+        assert max(hi - y, y - lo) <= bound
+    with pytest.raises(ValueError):
+        enclose(compile_maxout(relu_net), [Fraction(0)] * 2)
+
+
+@pytest.fixture(scope="module")
+def certificate(relu_net, tmp_path_factory):
+    path = tmp_path_factory.mktemp("cert") / "cert.json"
+    assert main(["softmax", str(EXAMPLES / "relu_net.json"), "--eps", "1/1000", "-o",
+                 str(path.with_name("tf.json")), "--cert", str(path)]) == 0
+    return path
+
+
+def _models(doc):
+    from exactform.formats import Reader
+    return MaxoutNet.from_json(Reader(doc["maxout"])), Transformer.from_json(Reader(doc["transformer"]))
+
+
+def test_certificate_holds(certificate):
+    doc = json.loads(certificate.read_text())
+    net, tf = _models(doc)
+    assert check_c5(doc["claims"][0]["evidence"], net, tf) == []
+    assert main(["check", str(certificate)]) == 0
+
+
+def test_edited_lambda_fails(certificate, tmp_path):
+    doc = json.loads(certificate.read_text())
+    lam = Fraction(doc["transformer"]["attention"]["softmax"])
+    for edit in ("transformer", "evidence", "both"):
+        bad = copy.deepcopy(doc)
+        if edit in ("transformer", "both"):
+            bad["transformer"]["attention"]["softmax"] = str(lam - 1)
+        if edit in ("evidence", "both"):
+            bad["claims"][0]["evidence"]["lambda"] = str(lam - 1)
+        net, tf = _models(bad)
+        assert check_c5(bad["claims"][0]["evidence"], net, tf), edit
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(bad))
+    assert main(["check", str(path)]) == 1
+
+
+def test_small_margin_fails(relu_net):
+    """Shifts equal to the bare bounds B_ij leave no margin for the perturbation of layer 2."""
+    bounds = maxout_bounds(relu_net)
+    tight = [[[max(magnitude(bounds.pieces[l][i][min(j, len(ps) - 1)]), Fraction(1, 2 ** 20)) for j in range(2)]
+              for i, ps in enumerate(layer)] for l, layer in enumerate(bounds.pieces)]
+    assert not depth_bound(relu_net, Fraction(10 ** 6), shifts=tight).holds
+    tf = compile_maxout(relu_net, tight).with_attention(Fraction(10 ** 6))
+    result = depth_bound(relu_net, Fraction(10 ** 6))
+    failures = check_c5(c5_evidence(relu_net, result, EPS, log_lemma(2)), relu_net, tf)
+    assert any("margin" in f for f in failures)
+
+
+def test_not_the_construction_fails():
+    net = random_net(random.Random(7), [2, 3], 2)
+    lam, result = choose_scale(net, EPS)
+    tf = compile_maxout(net).with_attention(lam)
+    evidence = c5_evidence(net, result, EPS, log_lemma(net.max_rank))
+    assert check_c5(evidence, net, tf) == []
+    other = random_net(random.Random(8), [2, 3], 2)
+    assert check_c5(evidence, other, tf)
