@@ -83,7 +83,7 @@ class Reader:
 
     def rational(self) -> Fraction:
         if isinstance(self.value, FloatLiteral):
-            raise self.error(f"float literal {self.value} (exact files take rational strings, e.g. \"1/2\")")
+            raise self.error(f"{self.value!r} (exact files take rational strings, e.g. \"1/2\")")
         try:
             return parse_rational(self.value)
         except RationalSyntaxError as e:
@@ -132,9 +132,26 @@ class FloatLiteral(str):
         return f"float literal {str(self)}"
 
 
+class BigIntLiteral(FloatLiteral):
+    """A JSON integer literal of more than ``MAX_INT_DIGITS`` digits, kept as text and rejected
+    by the reader with its field path (``int()`` of it would be slow, or refused by Python)."""
+
+    def __repr__(self) -> str:
+        return f"integer literal of {len(str(self).lstrip('-'))} digits (limit {MAX_INT_DIGITS})"
+
+
+MAX_INT_DIGITS = 40
+"""JSON integers (sizes, indices, counts) longer than this are refused; rationals are strings,
+limited by ``numbers.MAX_DIGITS``."""
+
+
+def _parse_int(text: str) -> int | BigIntLiteral:
+    return int(text) if len(text) <= MAX_INT_DIGITS + 1 else BigIntLiteral(text)
+
+
 def parse_json(text: str, source: str = "<input>") -> Reader:
     try:
-        value = json.loads(text, parse_float=FloatLiteral, parse_constant=FloatLiteral)
+        value = json.loads(text, parse_float=FloatLiteral, parse_constant=FloatLiteral, parse_int=_parse_int)
     except json.JSONDecodeError as e:
         raise InputError(source, "", f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
     except RecursionError:
@@ -170,13 +187,26 @@ def write_json(path: str | os.PathLike, obj: object) -> None:
     write_text(path, canonical_json(obj))
 
 
+WRITTEN: list[str] = []
+"""Files ``write_text`` has completed in this process (the CLI reports them if ``--timeout`` stops it)."""
+
+
 def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write to a temporary file in the same folder, then rename it over ``path`` (atomic)."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes 0600; give the mode a plain open() would
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    WRITTEN.append(str(path))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

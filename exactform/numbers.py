@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from fractions import Fraction
 
 import flint
-import sympy
 
 MAX_DIGITS = 4000
 """Largest number of decimal digits accepted in a numerator or denominator (documented limit)."""
@@ -46,6 +46,27 @@ def parse_rational(text: object) -> Fraction:
     return Fraction(-p if sign else p, q)
 
 
+_DECIMAL = re.compile(r"([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?\Z")
+
+
+def parse_decimal(text: object) -> Fraction:
+    """The exact value of a decimal such as ``-0.25`` or ``5.4e-02`` (for float-text formats like
+    ``.nnet`` and ``--domain``), within the size limit: at most ``MAX_DIGITS`` digits and an
+    exponent of at most ``MAX_DIGITS`` in absolute value (``1e999999999`` would take hours)."""
+    if not isinstance(text, str):
+        raise RationalSyntaxError(f"expected a decimal string, got {_describe(text)}")
+    m = _DECIMAL.match(text.strip())
+    if m is None:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise RationalSyntaxError(f"{shown!r} is not a decimal number")
+    sign, digits, exponent = m.groups()
+    if len(digits) > MAX_DIGITS + 1 or (exponent is not None and
+                                         (len(exponent) > 8 or abs(int(exponent)) > MAX_DIGITS)):
+        raise RationalSyntaxError(f"more than {MAX_DIGITS} digits or an exponent beyond ±{MAX_DIGITS} "
+                                  "(documented size limit)")
+    return Fraction(sign + digits + (f"e{exponent}" if exponent is not None else ""))
+
+
 def format_rational(value: Fraction | int) -> str:
     """The canonical string of a rational: ``"3"``, ``"-7/12"``."""
     value = to_fraction(value)
@@ -76,13 +97,15 @@ def to_fraction(value: object) -> Fraction:
         return Fraction(int(value))
     if isinstance(value, flint.fmpq):
         return Fraction(int(value.p), int(value.q))
-    if isinstance(value, sympy.Rational):
+    sympy = sys.modules.get("sympy")      # imported lazily: only a loaded SymPy can make a Rational
+    if sympy is not None and isinstance(value, sympy.Rational):
         return Fraction(int(value.p), int(value.q))
     raise TypeError(f"{value!r} ({type(value).__name__}) is not an exact rational")
 
 
-def to_sympy(rows: list[list[Fraction]]) -> sympy.Matrix:
+def to_sympy(rows: list[list[Fraction]]):
     """The user-facing SymPy ``Rational`` matrix of a list of rows."""
+    import sympy
     return sympy.Matrix([[sympy.Rational(v.numerator, v.denominator) for v in row] for row in rows])
 
 
@@ -137,7 +160,8 @@ class QMatrix:
     def columns(self) -> list[list[Fraction]]:
         return [list(c) for c in zip(*self.rows())] if self.shape[0] else [[] for _ in range(self.shape[1])]
 
-    def to_sympy(self) -> sympy.Matrix:
+    def to_sympy(self):
+        import sympy
         return to_sympy(self.rows()) if self.shape[0] else sympy.zeros(0, self.shape[1])
 
     def __matmul__(self, other: "QMatrix") -> "QMatrix":

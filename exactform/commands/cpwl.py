@@ -4,7 +4,6 @@ proved equal to the expression on the domain."""
 from __future__ import annotations
 
 import json
-import re
 
 
 def add_parser(sub):
@@ -14,7 +13,6 @@ def add_parser(sub):
     p.add_argument("--vars", help="variable order, comma-separated (default: sorted names)")
     p.add_argument("-o", "--output", required=True, help="where to write the exactform/maxout@1 JSON")
     p.add_argument("--json", action="store_true", help="print the proof summary as JSON")
-    p._negative_number_matcher = re.compile(r"^-[0-9][0-9/:,.-]*$")   # let `--domain -1:1` through
     return p
 
 

@@ -1,4 +1,5 @@
-"""``exactform eval MODEL --points P.json [--json]``: exact outputs as rational strings."""
+"""``exactform eval MODEL --points P.json [--json] [--backend exact|torch]``: exact outputs as
+rational strings, or float outputs (JSON numbers) from the torch backend."""
 from __future__ import annotations
 
 import json
@@ -15,12 +16,16 @@ def add_parser(sub):
     p.add_argument("--json", action="store_true", help='print {"outputs": [[...], ...]}')
     p.add_argument("--allow-outside", action="store_true",
                    help="evaluate points outside the model's domain (no claim holds there)")
-    p.add_argument("--backend", choices=("exact",), default="exact")
+    p.add_argument("--backend", choices=("exact", "torch"), default="exact")
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="torch backend only")
+    p.add_argument("--device", default="cpu", help="torch backend only: cpu or cuda")
     return p
 
 
 def run(args) -> int:
     model = load_model(args.model)
+    if args.backend == "torch":
+        return _run_torch(args, model)
     if isinstance(model, Transformer) and not model.is_hardmax:
         raise InputError(args.model, "attention", "softmax attention has no exact rational value; "
                          "exact evaluation takes hardmax models")
@@ -33,4 +38,27 @@ def run(args) -> int:
     else:
         for x, y in zip(encode_points(points), outputs):
             print(f"{' '.join(x)} -> {' '.join(y)}")
+    return 0
+
+
+def _run_torch(args, model) -> int:
+    import torch
+
+    from ..backends.torch import evaluate, exact_points_tensor, to_module
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError("--device", "", f"{args.device} is not available on this machine")
+    if args.device != "cpu" and not args.device.startswith("cuda"):
+        raise InputError("--device", "", f"expected cpu or cuda, got {args.device!r}")
+    points = read_points(args.points, model.input_dim)
+    if not args.allow_outside:
+        check_domain(points, model.domain, args.points)
+    dtype = getattr(torch, args.dtype)
+    outputs = evaluate(to_module(model, dtype, args.device), exact_points_tensor(points, dtype, args.device))
+    rows = outputs.cpu().double().tolist()
+    if args.json:
+        print(json.dumps({"outputs": rows, "backend": "torch", "dtype": args.dtype}))
+    else:
+        print(f"# {args.dtype} results from the torch backend on {args.device} (rounded, not exact)")
+        for x, y in zip(encode_points(points), rows):
+            print(f"{' '.join(x)} -> {' '.join(repr(v) for v in y)}")
     return 0

@@ -7,7 +7,7 @@ import time
 from fractions import Fraction
 
 from ..formats import InputError, write_json
-from ..numbers import RationalSyntaxError, parse_rational
+from ..numbers import RationalSyntaxError, parse_decimal, parse_rational
 
 _DECIMAL = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
 
@@ -19,8 +19,6 @@ def add_parser(sub):
                    help="input box: one L:U for all inputs or one per input, e.g. -1:1 or 0:1,-1/2:1/2")
     p.add_argument("-o", "--output", required=True, help="where to write the exactform/maxout@1 JSON")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
-    # the documented shape is `--domain -1:1`: let a leading minus start a value, not an option
-    p._negative_number_matcher = re.compile(r"^-[\d.]")
     return p
 
 
@@ -40,10 +38,8 @@ def parse_domain(text: str) -> list[tuple[Fraction, Fraction]]:
 
 def _number(text: str, k: int) -> Fraction:
     text = text.strip()
-    if _DECIMAL.match(text):
-        return Fraction(text)
     try:
-        return parse_rational(text)
+        return parse_decimal(text) if _DECIMAL.match(text) else parse_rational(text)
     except RationalSyntaxError as e:
         raise InputError("--domain", f"[{k}]", str(e)) from None
 

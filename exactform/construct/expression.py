@@ -16,7 +16,8 @@ with a one-line ``ExpressionError`` naming the position (0-based character offse
 from __future__ import annotations
 
 import re
-from fractions import Fraction
+
+from ..numbers import RationalSyntaxError, parse_decimal
 
 MAX_LENGTH = 10_000
 MAX_DEPTH = 100
@@ -127,7 +128,11 @@ class Parser:
         kind, tok, pos = self.peek()
         if kind == "num":
             self.i += 1
-            return self.b.number(Fraction(tok))
+            try:
+                value = parse_decimal(tok)     # bounded: at most numbers.MAX_DIGITS digits
+            except RationalSyntaxError as e:
+                raise ExpressionError(pos, str(e)) from None
+            return self.b.number(value)
         if kind == "name":
             self.i += 1
             if self.peek()[:2] == ("op", "("):

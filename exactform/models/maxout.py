@@ -11,7 +11,6 @@ from fractions import Fraction
 from functools import cached_property
 
 import flint
-import sympy
 
 from ..formats import Reader, check_format, encode_matrix, encode_vector, sha256
 from ..numbers import QMatrix, to_fraction, to_sympy
@@ -104,12 +103,12 @@ class MaxoutNet:
         return n + self.output_dim * (self.widths[-1] + 1)
 
     # --- user-facing symbolic form -------------------------------------------------------------
-    def sympy_layer(self, l: int) -> list[tuple[sympy.Matrix, sympy.Matrix]]:
+    def sympy_layer(self, l: int) -> list:
         """Per unit: (pieces × inputs weight matrix, pieces bias column) as SymPy Rationals."""
         layer = self.layers[l]
         return [(to_sympy(ws), to_sympy([[b] for b in bs])) for ws, bs in zip(layer.weight, layer.bias)]
 
-    def sympy_readout(self) -> tuple[sympy.Matrix, sympy.Matrix]:
+    def sympy_readout(self):
         return to_sympy(self.readout_weight), to_sympy([[b] for b in self.readout_bias])
 
     # --- exact evaluation ------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from fractions import Fraction
 from functools import cached_property, lru_cache
 
 import flint
-import sympy
 
 from ..formats import Reader, check_format, encode_matrix, encode_vector, sha256
 from ..numbers import QMatrix, format_rational, to_sympy
@@ -105,33 +104,33 @@ class Attention:
         return _nonzero_rows(self.output)
 
     @cached_property
-    def _maps(self) -> tuple[QMatrix, QMatrix, QMatrix, QMatrix, list[int], list[int]]:
-        """Stacked query, key, value (on the read coordinates, plus a zero bias column), the
-        output on the written coordinates, and each head's row offsets."""
-        def stack(mats):
-            return QMatrix.from_rows([[row[j] for j in self.reads] + [Fraction(0)] for m in mats for row in m])
-        qk_off, v_off = [0], [0]
+    def _maps(self) -> tuple[QMatrix, QMatrix, list[tuple[slice, slice, slice]]]:
+        """All queries, keys and values stacked into one map on the read coordinates (plus a zero
+        bias column), the output on the written coordinates, and each head's (query, key, value)
+        row slices of the stack."""
+        rows, slices = [], []
         for h in self.heads:
-            qk_off.append(qk_off[-1] + len(h.query))
-            v_off.append(v_off[-1] + len(h.value))
-        out = QMatrix.from_rows([self.output[r] for r in self.writes], ncols=v_off[-1])
-        return (stack(h.query for h in self.heads), stack(h.key for h in self.heads),
-                stack(h.value for h in self.heads), out, qk_off, v_off)
+            q0, k0 = len(rows), len(rows) + len(h.query)
+            v0 = k0 + len(h.key)
+            rows += h.query + h.key + h.value
+            slices.append((slice(q0, k0), slice(k0, v0), slice(v0, v0 + len(h.value))))
+        qkv = QMatrix.from_rows([[row[j] for j in self.reads] + [Fraction(0)] for row in rows])
+        out = QMatrix.from_rows([self.output[r] for r in self.writes], ncols=sum(len(h.value) for h in self.heads))
+        return qkv, out, slices
 
     def update(self, state: "State", tokens: int) -> None:
-        q, k, v, o, qk_off, v_off = self._maps
-        x = state.gather(self.reads)
-        qx, kx, vx = (q @ x).num.tolist(), (k @ x).num.tolist(), v @ x
-        values = vx.num.tolist()
+        qkv, o, slices = self._maps
+        projected = qkv @ state.gather(self.reads)      # one common denominator: scores compare as integers
+        rows = projected.num.tolist()
         sums, sizes = [], set()
-        for h in range(len(self.heads)):
-            winners = hardmax_winners(qx[qk_off[h]:qk_off[h + 1]], kx[qk_off[h]:qk_off[h + 1]], tokens)
+        for q, k, v in slices:
+            winners = hardmax_winners(rows[q], rows[k], tokens)
             sizes.update(len(win) for win in winners)
-            for row in values[v_off[h]:v_off[h + 1]]:
+            for row in rows[v]:
                 sums.append([(sum(row[j] for j in win), len(win)) for win in winners])
         common = math.lcm(*sizes)
         mixed = flint.fmpz_mat([[s * (common // n) for s, n in row] for row in sums])
-        state.add_rows(self.writes, o @ QMatrix(mixed, vx.den * common))
+        state.add_rows(self.writes, o @ QMatrix(mixed, projected.den * common))
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "heads": [h.to_json() for h in self.heads]}
@@ -170,13 +169,19 @@ class State:
 
     def add_rows(self, indices: list[int], delta: QMatrix) -> None:
         """``x[indices] += delta`` (a scatter product; the ones row is never written)."""
-        x, rows = self.x, self.x.shape[0]
+        x = self.x
         den = math.lcm(x.den, delta.den)
-        scatter = _selection(tuple(indices), rows).transpose()
-        num = x.num * (den // x.den) + scatter * delta.num * (den // delta.den)
+        scaled = delta.num if den == delta.den else delta.num * (den // delta.den)
+        num = (x.num if den == x.den else x.num * (den // x.den)) + _scatter(tuple(indices), x.shape[0]) * scaled
         self.x = QMatrix(num, den)
         if den.bit_length() > self.REDUCE_BITS:
             self.x = self.x.reduced()
+
+
+@lru_cache(maxsize=4096)
+def _scatter(indices: tuple[int, ...], size: int) -> flint.fmpz_mat:
+    """The 0/1 matrix putting ``len(indices)`` rows at rows ``indices`` of ``size``."""
+    return _selection(indices, size).transpose()
 
 
 @lru_cache(maxsize=4096)
@@ -237,7 +242,7 @@ class Transformer:
     def vectors(self) -> list[list[Fraction]]:
         return [self.readout_bias] + [v for b in self.blocks if isinstance(b, FeedForward) for v in (b.b1, b.b2)]
 
-    def sympy_embedding(self) -> tuple[sympy.Matrix, sympy.Matrix]:
+    def sympy_embedding(self):
         """(E, P) as SymPy Rationals: token t starts as ``E x + P[t]``."""
         return to_sympy(self.embed_weight), to_sympy(self.embed_bias)
 

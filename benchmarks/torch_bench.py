@@ -1,0 +1,77 @@
+"""Float32 throughput of the compiled Transformer vs its source network (same batch, CPU, one
+thread so runs on a shared machine are comparable), exact evaluation per point, and
+import/compile times — ACAS Xu and random ReLU nets of widths 50, 100, 200. One table, one run.
+
+    .venv/bin/python benchmarks/torch_bench.py [--points 100000] [--threads 1]
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from fractions import Fraction
+
+ACAS = "/work/shared/data/acasxu/ACASXU_run2a_1_1_batch_2000.onnx"
+
+
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+def relu_net(width: int, depth: int = 3, inputs: int = 5, seed: int = 0):
+    import torch
+    from torch import nn
+
+    from exactform.importers.torch import from_sequential
+    from exactform.models import Box
+    torch.manual_seed(seed)
+    mods = [nn.Linear(inputs, width), nn.ReLU()]
+    for _ in range(depth - 1):
+        mods += [nn.Linear(width, width), nn.ReLU()]
+    seq = nn.Sequential(*mods, nn.Linear(width, 5))
+    return from_sequential(seq, lambda d: Box((Fraction(-1),) * d, (Fraction(1),) * d))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--points", type=int, default=100_000)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--exact-points", type=int, default=5)
+    args = parser.parse_args()
+
+    import torch
+
+    from exactform.backends.torch import evaluate, to_module
+    from exactform.construct.maxout_to_transformer import compile_maxout
+    from exactform.importers import import_network
+    torch.set_num_threads(args.threads)
+    x = torch.rand(args.points, 5) * 2 - 1
+    rng = random.Random(0)
+    pts = [[Fraction(rng.randint(-1000, 1000), 1000) for _ in range(5)] for _ in range(args.exact_points)]
+
+    cases = [("ACAS Xu 1_1", lambda: import_network(ACAS, [(Fraction(-1), Fraction(1))]))]
+    cases += [(f"ReLU 3x{w}", lambda w=w: relu_net(w)) for w in (50, 100, 200)]
+    head = (f"{'network':<12} {'T':>2} {'import s':>8} {'compile s':>9} {'src pts/s':>10} {'tf pts/s':>9} "
+            f"{'tf/src':>7} {'1/(T+2)':>7} {'exact src ms/pt':>15} {'exact tf ms/pt':>14}")
+    print(f"{args.points} points, float32, CPU, {args.threads} thread(s)\n{head}")
+    for name, build in cases:
+        net, t_import = timed(build)
+        tf, t_compile = timed(lambda: compile_maxout(net))
+        rates = []
+        for model in (net, tf):
+            module = to_module(model, torch.float32)
+            evaluate(module, x[:2048], chunk=2048)                     # warm-up
+            _, t = timed(lambda: evaluate(module, x, chunk=2048))
+            rates.append(args.points / t)
+        _, t_exact_src = timed(lambda: net.evaluate_batch(pts))
+        _, t_exact_tf = timed(lambda: tf.evaluate_batch(pts))
+        T = tf.tokens
+        print(f"{name:<12} {T:>2} {t_import:>8.2f} {t_compile:>9.2f} {rates[0]:>10.0f} {rates[1]:>9.0f} "
+              f"{rates[1] / rates[0]:>7.3f} {1 / (T + 2):>7.3f} {1000 * t_exact_src / len(pts):>15.1f} "
+              f"{1000 * t_exact_tf / len(pts):>14.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Torch backend, differential harness, margin check and ONNX export against exact evaluation."""
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from exactform.backends.differential import float_error, margin_check
+from exactform.construct.maxout_to_transformer import compile_maxout
+from exactform.importers import import_network
+from exactform.models import Box, MaxoutLayer, MaxoutNet
+
+ACAS = Path("/work/shared/data/acasxu/ACASXU_run2a_1_1_batch_2000.onnx")
+F = Fraction
+
+
+def points(n, dim, seed=0):
+    rng = random.Random(seed)
+    return [[F(rng.randint(-2 ** 20, 2 ** 20), 2 ** 20) for _ in range(dim)] for _ in range(n)]
+
+
+def acas():
+    net = import_network(str(ACAS), [(F(-1), F(1))])
+    return net, compile_maxout(net)
+
+
+def test_acasxu_float32_transformer_within_1e5_of_exact():
+    torch.set_num_threads(1)
+    net, tf = acas()
+    pts = points(200, 5)
+    exact = net.evaluate_batch(pts)
+    assert tf.evaluate_batch(pts[:3]) == exact[:3]          # the construction is exact on the domain
+    source = float_error(net, pts, exact=exact)
+    compiled = float_error(tf, pts, exact=exact)
+    assert compiled.worst < F(1, 10 ** 5), float(compiled.worst)
+    assert source.worst < F(1, 10 ** 5)
+    assert float_error(tf, pts[:50], torch.float64, exact=exact[:50]).worst < F(1, 10 ** 12)
+
+
+def test_maxout_ranks_and_softmax_module():
+    box = Box((F(-1), F(-1)), (F(1), F(1)))
+    layer = MaxoutLayer([[[F(1), F(0)], [F(0), F(1)], [F(-1), F(-1, 2)]], [[F(1, 3), F(2)]]],
+                        [[F(0), F(1, 4), F(-1, 8)], [F(1)]])
+    net = MaxoutNet(box, [layer], [[F(1), F(-2)]], [F(1, 2)])
+    tf = compile_maxout(net)
+    pts = points(100, 2, seed=3)
+    exact = net.evaluate_batch(pts)
+    assert float_error(net, pts, exact=exact).worst < F(1, 10 ** 6)
+    assert float_error(tf, pts, exact=exact).worst < F(1, 10 ** 6)
+    from exactform.backends.torch import evaluate, exact_points_tensor, to_module
+    soft = evaluate(to_module(tf.with_attention(F(10 ** 6)), torch.float64), exact_points_tensor(pts, torch.float64))
+    assert max(abs(float(e[0]) - s) for e, s in zip(exact, soft[:, 0].tolist())) < 1e-3
+
+
+def test_margin_check_flags_a_near_tie():
+    # y = ReLU(x0 − x1): at x = (1, 1 − 2^-30) the exact score gap is 2^-30, below float32's
+    # input rounding (1 − 2^-30 rounds to 1), so the decision may have changed; at (1, 0) it cannot.
+    box = Box((F(-2), F(-2)), (F(2), F(2)))
+    net = MaxoutNet(box, [MaxoutLayer([[[F(1), F(-1)], [F(0), F(0)]]], [[F(0), F(0)]])], [[F(1)]], [F(0)])
+    report = margin_check(compile_maxout(net), [[F(1), 1 - F(1, 2 ** 30)], [F(1), F(0)]])
+    assert report.undecided[0] > 0 and report.undecided[1] == 0
+    assert report.bound[0] >= 2 ** -30 and report.bound[1] < 1e-4
+
+
+def test_margin_bound_is_rigorous_on_acasxu():
+    torch.set_num_threads(1)
+    net, tf = acas()
+    pts = points(20, 5, seed=5)
+    exact = net.evaluate_batch(pts)
+    report = margin_check(tf, pts)
+    from exactform.backends.torch import evaluate, exact_points_tensor, to_module
+    out = evaluate(to_module(tf), exact_points_tensor(pts, torch.float32)).double().tolist()
+    for row, ref, b in zip(out, exact, report.bound):
+        assert max(abs(F(f) - e) for f, e in zip(row, ref)) <= F(b)
+
+
+def test_onnx_export_runs_in_onnxruntime(tmp_path):
+    import onnxruntime as ort
+    net, tf = acas()
+    tf_path = tmp_path / "tf.json"
+    tf_path.write_text(json.dumps(tf.to_json()))
+    r = subprocess.run([sys.executable, "-m", "exactform.cli", "export", str(tf_path), "-o", str(tmp_path / "tf.onnx")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    pts = points(200, 5, seed=7)
+    x = np.array([[float(v) for v in p] for p in pts], dtype=np.float32)
+    y = ort.InferenceSession(str(tmp_path / "tf.onnx")).run(None, {"x": x})[0]
+    exact = net.evaluate_batch(pts)
+    assert max(abs(F(float(f)) - e) for row, ref in zip(y, exact) for f, e in zip(row, ref)) < F(1, 10 ** 5)
+
+
+def test_eval_cli_torch_backend(tmp_path):
+    box = Box((F(-1),), (F(1),))
+    net = MaxoutNet(box, [MaxoutLayer([[[F(1)], [F(-1)]]], [[F(0), F(0)]])], [[F(1)]], [F(0)])   # |x|
+    (tmp_path / "net.json").write_text(json.dumps(net.to_json()))
+    (tmp_path / "p.json").write_text(json.dumps([["-1/2"], ["1/3"]]))
+    r = subprocess.run([sys.executable, "-m", "exactform.cli", "eval", str(tmp_path / "net.json"), "--points",
+                        str(tmp_path / "p.json"), "--backend", "torch", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)["outputs"]
+    assert out[0] == [0.5] and abs(out[1][0] - 1 / 3) < 1e-7
+    r = subprocess.run([sys.executable, "-m", "exactform.cli", "eval", str(tmp_path / "net.json"), "--points",
+                        str(tmp_path / "p.json"), "--backend", "torch"], capture_output=True, text=True)
+    assert "float32" in r.stdout
