@@ -7,11 +7,12 @@ import/compile times — ACAS Xu and random ReLU nets of widths 50, 100, 200. On
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import random
 import time
 from fractions import Fraction
 
-ACAS = "/work/shared/data/acasxu/ACASXU_run2a_1_1_batch_2000.onnx"
+ACAS = str(Path(__file__).resolve().parent.parent / "data" / "acasxu" / "ACASXU_run2a_1_1_batch_2000.onnx")
 
 
 def timed(fn):

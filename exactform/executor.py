@@ -2,26 +2,32 @@
 
 Invariant: ``map(fn, items)`` returns ``[fn(x) for x in items]`` in input order, whatever runs
 it, so results merged from it (certificates, region counts) are byte-identical across executors
-and worker counts.  ``fn`` must be a module-level function and ``items`` picklable.  A task that
-is lost (a worker killed) is retried by Dask (``retries``); if it still fails, ``ExecutorError``
-is raised and the caller writes nothing.
+and worker counts.  ``fn`` must be picklable (a module-level function or a ``functools.partial``
+of one) and pure, so re-running a task is always safe.  An exception raised by a task propagates
+unchanged.  Work lost with a worker is re-run: by a fresh process pool (``LocalProcesses``, up to
+``retries`` times) or by the Dask scheduler (its ``distributed.scheduler.allowed-failures``); when
+it is still lost, ``ExecutorError`` is raised and the caller writes nothing.
 """
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, TypeVar
+
+from .formats import InputError
 
 X, Y = TypeVar("X"), TypeVar("Y")
 
 
 class ExecutorError(RuntimeError):
-    """Work was lost or a task failed: no partial result may be used."""
+    """Work was lost or the cluster is unusable: no partial result may be used."""
 
 
-class Serial:
+class Executor:
+    """The interface (and the serial executor): ``map``, ``close``, ``workers``; a context manager."""
     workers = 1
+    name = "serial"
 
     def map(self, fn: Callable[[X], Y], items: Iterable[X]) -> list[Y]:
         return [fn(x) for x in items]
@@ -29,59 +35,82 @@ class Serial:
     def close(self) -> None:
         pass
 
+    def __enter__(self):
+        return self
 
-class LocalProcesses:
-    """``workers`` local processes (``concurrent.futures``)."""
+    def __exit__(self, *exc) -> None:
+        self.close()
 
-    def __init__(self, workers: int):
-        self.workers = workers
+
+Serial = Executor
+
+
+class LocalProcesses(Executor):
+    """``workers`` local processes (``concurrent.futures``); a dead process costs a fresh pool and
+    a re-run of that ``map`` (tasks are pure), at most ``retries`` times."""
+
+    def __init__(self, workers: int, retries: int = 1):
+        self.workers, self.retries = workers, retries
+        self.name = f"{workers} local processes"
         self._pool = ProcessPoolExecutor(max_workers=workers)
 
     def map(self, fn, items):
         items = list(items)
-        try:
-            return list(self._pool.map(fn, items, chunksize=max(1, len(items) // (4 * self.workers))))
-        except BrokenProcessPool as e:
-            raise ExecutorError(f"a worker process died: {e}") from None
+        chunk = max(1, len(items) // (4 * self.workers))
+        for attempt in range(self.retries + 1):
+            try:
+                return list(self._pool.map(fn, items, chunksize=chunk))
+            except BrokenProcessPool as e:
+                self._pool.shutdown(cancel_futures=True)
+                self._pool = ProcessPoolExecutor(max_workers=self.workers)
+                lost = e
+        raise ExecutorError(f"a worker process died on each of {self.retries + 1} attempts ({lost})")
 
     def close(self) -> None:
         self._pool.shutdown(cancel_futures=True)
 
 
-class Dask:
-    """A ``dask.distributed`` cluster at ``address`` (``tcp://HOST:PORT``) or a ``Client``."""
+class Dask(Executor):
+    """A ``dask.distributed`` cluster at ``address`` (``tcp://HOST:PORT``) or an existing ``Client``.
+    Workers need exactform installed and the input files readable (a shared filesystem)."""
 
-    def __init__(self, address, retries: int = 2):
+    def __init__(self, address):
         try:
             from distributed import Client
         except ImportError:
-            raise ExecutorError("--scheduler needs Dask: pip install 'exactform[dask]'") from None
+            raise InputError("--scheduler", "", "needs Dask: pip install 'exactform[dask]'") from None
         self._own = not hasattr(address, "submit")
         try:
             self.client = Client(address, timeout="10s") if self._own else address
-        except (OSError, TimeoutError) as e:
-            raise ExecutorError(f"cannot reach the Dask scheduler at {address}: {e}") from None
-        self.retries = retries
+        except (OSError, TimeoutError, ValueError) as e:
+            raise InputError("--scheduler", "", f"cannot reach the Dask scheduler at {address}: {e}") from None
         self.workers = max(1, len(self.client.scheduler_info().get("workers", {})))
+        self.name = f"Dask at {self.client.scheduler.address} ({self.workers} workers)"
 
     def map(self, fn, items):
+        from distributed import KilledWorker
+        from distributed.comm import CommClosedError
         items = list(items)
         if not items:
             return []
-        futures = self.client.map(fn, items, retries=self.retries, pure=False)
+        futures = self.client.map(fn, items, pure=False)
         try:
             return self.client.gather(futures)
-        except Exception as e:  # KilledWorker, CancelledError, a task's own exception
-            raise ExecutorError(f"a Dask task failed after {self.retries} retries: {type(e).__name__}: {e}") from None
+        except (KilledWorker, CancelledError, CommClosedError, TimeoutError) as e:
+            raise ExecutorError(f"Dask lost a task ({type(e).__name__}: {e})") from None
+        finally:
+            self.client.cancel(futures)
 
     def close(self) -> None:
         if self._own:
             self.client.close()
 
 
-def make_executor(workers: int | None = None, scheduler: str | None = None):
+def make_executor(workers: int | None = None, scheduler: str | None = None) -> Executor:
     """``--scheduler`` wins; else ``--workers N`` local processes (default: the core count);
-    one worker means serial, in-process."""
+    one worker means serial, in-process.  Bad usage raises ``InputError`` (exit 2)."""
+    if workers is not None and workers < 1:
+        raise InputError("--workers", "", f"expected a positive integer, got {workers}")
     if scheduler:
         return Dask(scheduler)
     workers = workers or os.cpu_count() or 1
@@ -93,3 +122,10 @@ def add_executor_arguments(parser) -> None:
                         help="local worker processes (default: the number of cores; 1 = serial)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="run on a Dask distributed scheduler (tcp://HOST:PORT); needs exactform[dask]")
+
+
+def lost_work(command: str, error: ExecutorError) -> int:
+    """Report lost work on one line (stderr) and return exit code 1: the command wrote nothing."""
+    import sys
+    print(f"exactform: {command}: {error}; nothing written", file=sys.stderr)
+    return 1

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-NET = Path("/work/shared/data/acasxu/ACASXU_run2a_1_1_batch_2000.onnx")
+NET = Path(__file__).resolve().parent.parent / "data" / "acasxu" / "ACASXU_run2a_1_1_batch_2000.onnx"
 
 
 def step(name, fn):

@@ -313,12 +313,16 @@ def test_nnet_text_fuzz(work, tokens, seed):
             assert_rejected_cleanly(code, err, f, out)
 
 
-@pytest.mark.xfail(reason="importers/nnet.py reads decimals with Fraction(text) and an unbounded exponent "
-                   "(reported; numbers.parse_decimal is the bounded reader to use)", strict=False)
-def test_nnet_huge_exponent_is_refused_not_hung():
-    from exactform.importers import nnet
-    source = Path(nnet.__file__).read_text()
-    assert "parse_decimal" in source or nnet._DECIMAL.match("1e99999999") is None
+def test_nnet_huge_exponent_is_refused_not_hung(tmp_path):
+    """A decimal such as 1e99999999 would take hours as a Fraction: the size limit refuses it."""
+    text = _valid_nnet().replace("1e-1,", "1e99999999,")
+    f = tmp_path / "huge.nnet"
+    f.write_text(text)
+    last = text.splitlines().index("1e99999999,")
+    out = tmp_path / "o.json"
+    code, _, err = cli("import", f, "--domain", "-1:1", "-o", out)
+    assert code == 2 and "exponent" in err and f"line {last + 1}" in err
+    assert_rejected_cleanly(code, err, f, out)
 
 
 def _onnx_bytes() -> bytes:
@@ -431,3 +435,34 @@ def test_guard_catches_a_string_evaluator():
         sympy.sympify("x + 1")
     with no_string_evaluation(), pytest.raises(Forbidden):
         eval("1")
+
+
+# --- resource bounds: --timeout, and --domain with a leading minus ---------------------------------
+
+def test_timeout_stops_with_one_line_and_nothing_written(work):
+    import nets
+    net = nets.random_net(random.Random(3), [3, 10, 10], 3)
+    with tempfile.TemporaryDirectory(dir=work) as d:
+        f = Path(d) / "big.json"
+        f.write_text(json.dumps(net.to_json()))
+        code, out, err = cli("--timeout", "0.5", "regions", f, "--json")
+        assert code == 1 and err.strip().endswith("stopped after 0.5 s (--timeout): nothing written"), err
+        assert err.count("\n") == 1 and "Traceback" not in err
+        code, _, err = cli("regions", f, "--timeout", "0.5")        # after the command, too
+        assert code == 1 and "(--timeout)" in err
+        code, _, err = cli("compile", f, "-o", Path(d) / "tf.json", "--timeout", "60")   # not reached
+        assert code == 0 and (Path(d) / "tf.json").exists()
+        assert sorted(p.name for p in Path(d).iterdir()) == ["big.json", "tf.json"]
+
+
+def test_domain_with_a_leading_minus_for_every_command(work):
+    from exactform.cli import normalise_argv
+    assert normalise_argv(["cpwl", "x", "--domain", "-1:1", "-o", "n.json"]) == ["cpwl", "x", "--domain=-1:1", "-o", "n.json"]
+    assert normalise_argv(["softmax", "n", "--eps", "-1/2"]) == ["softmax", "n", "--eps=-1/2"]
+    assert normalise_argv(["x", "--", "--domain", "-1"]) == ["x", "--", "--domain", "-1"]
+    with tempfile.TemporaryDirectory(dir=work) as d:
+        code, _, err = cli("cpwl", "Max(x, -y)", "--domain", "-1:-1/2,-2:1", "-o", Path(d) / "n.json")
+        assert code == 0, err
+        f = _write(Path(d), "n.nnet", _valid_nnet())
+        code, _, err = cli("import", f, "--domain", "-1/2:1/2", "-o", Path(d) / "o.json")
+        assert code == 0, err

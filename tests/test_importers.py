@@ -13,9 +13,7 @@ import pytest
 from exactform.formats import InputError
 from exactform.importers import import_network
 
-ACAS = Path(__file__).resolve().parents[2] / "shared" / "data" / "acasxu"
-if not ACAS.is_dir():
-    ACAS = Path("/work/shared/data/acasxu")
+ACAS = Path(__file__).resolve().parent.parent / "data" / "acasxu"
 ONNX_FILES = sorted(ACAS.glob("*.onnx"))
 UNIT = [(Fraction(-1), Fraction(1))]
 

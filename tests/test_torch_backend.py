@@ -16,7 +16,7 @@ from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.importers import import_network
 from exactform.models import Box, MaxoutLayer, MaxoutNet
 
-ACAS = Path("/work/shared/data/acasxu/ACASXU_run2a_1_1_batch_2000.onnx")
+ACAS = Path(__file__).resolve().parent.parent / "data" / "acasxu" / "ACASXU_run2a_1_1_batch_2000.onnx"
 F = Fraction
 
 

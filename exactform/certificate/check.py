@@ -362,41 +362,43 @@ CHECKS = {
 
 # --- SMT re-runs --------------------------------------------------------------------------------
 
-def solvers():
-    """(name, run) for z3 and, when its binary is on PATH, cvc5; run(smtlib) -> 'unsat' | 'sat' | 'unknown'."""
-    out = []
+def solver_names() -> list[str]:
+    """z3 when importable and, when its binary is on PATH, cvc5."""
     try:
-        import z3
+        import z3  # noqa: F401
+        names = ["z3"]
     except ImportError:
-        z3 = None
-    if z3 is not None:
-        def run_z3(smtlib: str) -> str:
-            s = z3.Solver()
-            s.set("timeout", 60_000)
-            s.from_string(smtlib)
-            return str(s.check())
-        out.append(("z3", run_z3))
-    if shutil.which("cvc5"):
-        def run_cvc5(smtlib: str) -> str:
-            done = subprocess.run(["cvc5", "--lang=smt2", "--tlim=60000"], input=smtlib, text=True,
-                                  capture_output=True)
-            return (done.stdout.split() or ["unknown"])[-1]
-        out.append(("cvc5", run_cvc5))
-    return out
+        names = []
+    return names + (["cvc5"] if shutil.which("cvc5") else [])
 
 
-def smt_problems(evidence: dict) -> tuple[int, list[str]]:
+def smt_answer(task: tuple[str, str]) -> str:
+    """One re-run, ``(solver, smtlib) -> 'unsat' | 'sat' | 'unknown'``: a pure task for an executor."""
+    solver, smtlib = task
+    if solver == "z3":
+        import z3
+        s = z3.Solver()
+        s.set("timeout", 60_000)
+        s.from_string(smtlib)
+        return str(s.check())
+    done = subprocess.run(["cvc5", "--lang=smt2", "--tlim=60000"], input=smtlib, text=True, capture_output=True)
+    return (done.stdout.split() or ["unknown"])[-1]
+
+
+def smt_problems(evidence: dict, executor=None) -> tuple[int, list[str]]:
+    """Re-run every query with every solver (``executor.map`` when given, one task per run); the
+    first answer other than unsat, in query order, fails the claim."""
     queries = evidence.get("smt", [])
-    runners = solvers()
-    if queries and not runners:
+    names = solver_names()
+    if queries and not names:
         return 0, ["--smt: no SMT solver is installed"]
-    for q in queries:
-        for name, run in runners:
-            if not isinstance(q, dict) or not isinstance(q.get("smtlib"), str):
-                return 0, ["evidence.smt: an entry is not {name, claim, smtlib}"]
-            answer = run(q["smtlib"])
-            if answer != "unsat":
-                return 0, [f"SMT query {q.get('name')!r}: {name} says {answer}, expected unsat"]
+    if any(not isinstance(q, dict) or not isinstance(q.get("smtlib"), str) for q in queries):
+        return 0, ["evidence.smt: an entry is not {name, claim, smtlib}"]
+    tasks = [(name, q["smtlib"]) for q in queries for name in names]
+    answers = (executor.map if executor else map)(smt_answer, tasks)
+    for (name, _), answer, q in zip(tasks, answers, (q for q in queries for _ in names)):
+        if answer != "unsat":
+            return 0, [f"SMT query {q.get('name')!r}: {name} says {answer}, expected unsat"]
     return len(queries), []
 
 
@@ -425,8 +427,9 @@ def read_certificate(path: str | os.PathLike) -> tuple[MaxoutNet, Transformer, l
     return net, tf, claims
 
 
-def check_certificate(path, smt: bool = False, say=print) -> int:
-    """Check one certificate, printing one line per claim; the exit code of the module docstring."""
+def check_certificate(path, smt: bool = False, say=print, executor=None) -> int:
+    """Check one certificate, printing one line per claim; the exit code of the module docstring.
+    ``executor`` (anything with an order-keeping ``map``) runs the SMT re-runs."""
     try:
         net, tf, claims = read_certificate(path)
     except InputError as e:
@@ -445,7 +448,7 @@ def check_certificate(path, smt: bool = False, say=print) -> int:
             problems = CHECKS[cid](evidence, facts or _Lazy(net, tf))
         queries = 0
         if smt and not problems:
-            queries, problems = smt_problems(evidence)
+            queries, problems = smt_problems(evidence, executor)
         if problems:
             failed.append(cid)
             say(f"{cid} FAILS: {problems[0]}")
@@ -473,10 +476,25 @@ def certificate_files(paths: list[str]) -> list[Path]:
     return out
 
 
-def check_paths(paths: list[str], smt: bool = False, say=print) -> int:
+def check_lines(path, smt: bool = False) -> tuple[int, list[str]]:
+    """``check_certificate`` as a pure task: its exit code and its lines."""
+    lines: list[str] = []
+    return check_certificate(path, smt, lines.append), lines
+
+
+def check_paths(paths: list[str], smt: bool = False, say=print, executor=None) -> int:
+    """Check every certificate named; with an ``executor``, one task per file (several files) or
+    per SMT re-run (one file).  Lines are printed in file order whatever runs them."""
     files = certificate_files(paths)
     if not files:
         say(f"{' '.join(paths)}: no certificate files")
         return 2
-    return max(check_certificate(f, smt, say) for f in files)
+    if executor is None or len(files) == 1:
+        return max(check_certificate(f, smt, say, executor) for f in files)
+    codes = []
+    for code, lines in executor.map(functools.partial(check_lines, smt=smt), files):
+        codes.append(code)
+        for line in lines:
+            say(line)
+    return max(codes)
 

@@ -12,6 +12,7 @@ pair twice gives byte-identical files.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from ..construct.maxout_to_transformer import measured_sizes, predicted_sizes, shift_constants, source_sizes
 from ..models import MaxoutNet, Transformer
@@ -78,27 +79,31 @@ def problems_of(net: MaxoutNet, tf: Transformer, a: Analysis, ev: dict) -> dict[
 
 
 def certify(net: MaxoutNet, tf: Transformer, smt: bool = False, net_json: dict | None = None,
-            tf_json: dict | None = None, timeout_ms: int = 60_000) -> Certificate:
+            tf_json: dict | None = None, timeout_ms: int = 60_000, executor=None) -> Certificate:
     """Prove C1–C4 for the pair and build the certificate.  ``net_json``/``tf_json``: the parsed
-    files, embedded as read (they are canonical already), saving a re-encoding."""
+    files, embedded as read (they are canonical already), saving a re-encoding.  ``executor``
+    (``exactform.executor``) runs the SMT queries, one task each; the document does not depend on it."""
     a = analyse(net, tf)
     ev = evidence(net, tf, a)
     cert = Certificate({}, problems_of(net, tf, a, ev))
     if smt:
-        _add_smt(net, tf, ev, cert, timeout_ms)
+        _add_smt(net, tf, ev, cert, timeout_ms, executor)
     cert.document = {"format": FORMAT, "maxout": net_json or net.to_json(), "transformer": tf_json or tf.to_json(),
                      "claims": [{"id": c, "statement": STATEMENTS[c], "evidence": ev[c]} for c in CLAIMS]}
     return cert
 
 
-def _add_smt(net, tf, ev, cert: Certificate, timeout_ms: int) -> None:
+def _add_smt(net, tf, ev, cert: Certificate, timeout_ms: int, executor=None) -> None:
     from ..prove.smt import c1_queries, c2_queries, c3_queries, solve
     groups = {"C1": c1_queries(max(tf.tokens, 1))}
     if not cert.problems["C3"]:
         groups |= {"C2": c2_queries(net, tf), "C3": c3_queries(net, tf)}
-    for claim, queries in groups.items():
-        ev[claim]["smt"] = [{"name": q.name, "claim": q.claim, "smtlib": q.smtlib} for q in queries]
-        for q in queries:
-            cert.smt[q.name] = answer = solve(q.smtlib, timeout_ms=timeout_ms)
-            if answer != "unsat":
-                cert.problems[claim].append(f"SMT query {q.name}: {answer}, expected unsat")
+    queries = [(claim, q) for claim, qs in groups.items() for q in qs]
+    run = executor.map if executor else map
+    answers = run(partial(solve, timeout_ms=timeout_ms), [q.smtlib for _, q in queries])
+    for claim, qs in groups.items():
+        ev[claim]["smt"] = [{"name": q.name, "claim": q.claim, "smtlib": q.smtlib} for q in qs]
+    for (claim, q), answer in zip(queries, answers):
+        cert.smt[q.name] = answer
+        if answer != "unsat":
+            cert.problems[claim].append(f"SMT query {q.name}: {answer}, expected unsat")

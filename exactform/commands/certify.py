@@ -1,7 +1,11 @@
-"""``exactform certify NET.json TF.json -o CERT.json [--smt]``: prove C1–C4 and write the certificate."""
+"""``exactform certify NET.json TF.json -o CERT.json [--smt] [--workers N] [--scheduler ADDRESS]``: prove
+C1–C4 and write the certificate.  The SMT queries run as independent tasks on the executor; the
+symbolic pass is one chain (each layer starts from the previous one's state) and runs here."""
 from __future__ import annotations
 
 import time
+
+from ..executor import ExecutorError, add_executor_arguments, lost_work, make_executor
 
 
 def add_parser(sub):
@@ -10,6 +14,7 @@ def add_parser(sub):
     p.add_argument("transformer", help="exactform/transformer@1 JSON")
     p.add_argument("-o", "--output", required=True, help="where to write the exactform/certificate@1 JSON")
     p.add_argument("--smt", action="store_true", help="also generate, run and embed the Z3 queries (slower)")
+    add_executor_arguments(p)
     return p
 
 
@@ -26,7 +31,11 @@ def run(args) -> int:
             raise InputError(path, "format", f"expected {cls.FORMAT!r}")
         docs.append((cls.from_json(doc), doc.value))
     (net, net_json), (tf, tf_json) = docs
-    cert = certify(net, tf, smt=args.smt, net_json=net_json, tf_json=tf_json)
+    with make_executor(args.workers, args.scheduler) as executor:
+        try:
+            cert = certify(net, tf, smt=args.smt, net_json=net_json, tf_json=tf_json, executor=executor)
+        except ExecutorError as e:
+            return lost_work("certify", e)
     for claim in cert.document["claims"]:
         problems = cert.problems[claim["id"]]
         queries = len(claim["evidence"].get("smt", []))

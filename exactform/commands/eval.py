@@ -1,11 +1,13 @@
 """``exactform eval MODEL --points P.json [--json] [--backend exact|torch]``: exact outputs as
-rational strings, or float outputs (JSON numbers) from the torch backend."""
+rational strings; rigorous enclosures for softmax Transformers (never exact); or float outputs
+(JSON numbers) from the torch backend."""
 from __future__ import annotations
 
 import json
 
 from ..formats import InputError
 from ..models import Transformer, load_model
+from ..numbers import format_rational
 from ..points import check_domain, encode_points, read_points
 
 
@@ -17,6 +19,8 @@ def add_parser(sub):
     p.add_argument("--allow-outside", action="store_true",
                    help="evaluate points outside the model's domain (no claim holds there)")
     p.add_argument("--backend", choices=("exact", "torch"), default="exact")
+    p.add_argument("--digits", type=int, default=40, choices=range(10, 1001), metavar="10..1000",
+                   help="softmax Transformers: precision of the rigorous enclosures (default 40)")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="torch backend only")
     p.add_argument("--device", default="cpu", help="torch backend only: cpu or cuda")
     return p
@@ -26,18 +30,32 @@ def run(args) -> int:
     model = load_model(args.model)
     if args.backend == "torch":
         return _run_torch(args, model)
-    if isinstance(model, Transformer) and not model.is_hardmax:
-        raise InputError(args.model, "attention", "softmax attention has no exact rational value; "
-                         "exact evaluation takes hardmax models")
     points = read_points(args.points, model.input_dim)
     if not args.allow_outside:
         check_domain(points, model.domain, args.points)
+    if isinstance(model, Transformer) and not model.is_hardmax:
+        return _run_enclosure(args, model, points)
     outputs = encode_points(model.evaluate_batch(points))
     if args.json:
         print(json.dumps({"outputs": outputs}))
     else:
         for x, y in zip(encode_points(points), outputs):
             print(f"{' '.join(x)} -> {' '.join(y)}")
+    return 0
+
+
+def _run_enclosure(args, model, points) -> int:
+    """Softmax attention has no exact rational value: print rigorous interval enclosures."""
+    from ..prove.enclosure import enclose
+    boxes = [[[format_rational(lo), format_rational(hi)] for lo, hi in enclose(model, p, args.digits)]
+             for p in points]
+    if args.json:
+        print(json.dumps({"enclosures": boxes, "digits": args.digits}))
+    else:
+        print(f"# softmax(λ = {format_rational(model.attention)}): rigorous enclosures [lo, hi] "
+              f"at {args.digits} digits, not exact values")
+        for x, y in zip(encode_points(points), boxes):
+            print(f"{' '.join(x)} -> {' '.join(f'[{lo}, {hi}]' for lo, hi in y)}")
     return 0
 
 

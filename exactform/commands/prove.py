@@ -1,11 +1,15 @@
-"""``exactform prove [C1 … C8] [--json] [--junit FILE] [--out DIR]``: run the proof scripts.
+"""``exactform prove [C1 … C8] [--json] [--junit FILE] [--out DIR] [--workers N] [--scheduler ADDRESS]``:
+run the proof scripts, as parallel tasks, reporting in claim order.
 
 Each claim has a script ``proofs/C<k>.py``, runnable alone, exiting non-zero on failure.  A claim
 whose script is missing is reported as "not available", never as proved.
 """
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
+
+from ..executor import ExecutorError, add_executor_arguments, lost_work, make_executor
 
 CLAIMS = [f"C{k}" for k in range(1, 9)]
 PROOFS = Path(__file__).resolve().parents[2] / "proofs"
@@ -18,55 +22,65 @@ def add_parser(sub):
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
     p.add_argument("--out", metavar="DIR", help="where the scripts write their certificates")
     p.add_argument("--timeout", type=float, default=600, help="seconds per script (default 600)")
+    add_executor_arguments(p)
     return p
 
 
-def run(args) -> int:
+def run_script(claim: str, as_json: bool, timeout: float, out: str | None) -> dict:
+    """Run ``proofs/<claim>.py`` (a task: scripts run in parallel, results are kept in claim order)."""
     import json
     import os
     import subprocess
     import sys
     import time
 
+    script = PROOFS / f"{claim}.py"
+    if not script.exists():
+        return {"claim": claim, "ok": False, "status": "not available", "seconds": 0, "output": ""}
+    env = dict(os.environ) | ({"EXACTFORM_PROOF_OUT": out} if out else {})
+    start = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, str(script)] + (["--json"] if as_json else []),
+                              capture_output=True, text=True, timeout=timeout, env=env, cwd=PROOFS.parent)
+        code, stdout, output = done.returncode, done.stdout, done.stdout + done.stderr
+    except subprocess.TimeoutExpired:
+        code, stdout, output = 1, "", f"timed out after {timeout:g} s"
+    result = {"claim": claim, "ok": code == 0, "status": "proved" if code == 0 else "failed",
+              "seconds": round(time.perf_counter() - start, 2), "output": output}
+    if as_json:
+        try:
+            result |= json.loads(stdout.strip().splitlines()[-1]) | {"ok": code == 0}
+        except (ValueError, IndexError):
+            pass
+    return result
+
+
+def run(args) -> int:
+    import json
+
     from ..formats import InputError
 
     unknown = [c for c in args.claims if c not in CLAIMS]
     if unknown:
         raise InputError("prove", "claims", f"unknown claim {unknown[0]!r} (expected C1 ... C8)")
-    env = dict(os.environ)
+    out = None
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
-        env["EXACTFORM_PROOF_OUT"] = str(Path(args.out).resolve())
-    results = []
-    for claim in args.claims or CLAIMS:
-        script = PROOFS / f"{claim}.py"
-        if not script.exists():
-            results.append({"claim": claim, "ok": False, "status": "not available", "seconds": 0, "output": ""})
-            if not args.json:
-                print(f"{claim}: not available (no {script.relative_to(PROOFS.parent)})")
-            continue
-        start = time.perf_counter()
+        out = str(Path(args.out).resolve())
+    with make_executor(args.workers, args.scheduler) as executor:
         try:
-            done = subprocess.run([sys.executable, str(script)] + (["--json"] if args.json else []),
-                                  capture_output=True, text=True, timeout=args.timeout, env=env,
-                                  cwd=PROOFS.parent)
-            code, stdout, output = done.returncode, done.stdout, done.stdout + done.stderr
-        except subprocess.TimeoutExpired:
-            code, stdout, output = 1, "", f"timed out after {args.timeout:g} s"
-        seconds = time.perf_counter() - start
-        status = "proved" if code == 0 else "failed"
-        result = {"claim": claim, "ok": code == 0, "status": status, "seconds": round(seconds, 2), "output": output}
-        if args.json:
-            try:
-                result |= json.loads(stdout.strip().splitlines()[-1]) | {"ok": code == 0}
-            except (ValueError, IndexError):
-                pass
+            results = executor.map(partial(run_script, as_json=args.json, timeout=args.timeout, out=out),
+                                   args.claims or CLAIMS)
+        except ExecutorError as e:
+            return lost_work("prove", e)
+    for r in [] if args.json else results:
+        if r["status"] == "not available":
+            print(f"{r['claim']}: not available (no proofs/{r['claim']}.py)")
         else:
-            print(output.rstrip())
-            print(f"{claim}: {status.upper() if code else status} ({seconds:.1f} s)\n")
-        results.append(result)
+            print(r["output"].rstrip())
+            print(f"{r['claim']}: {r['status'] if r['ok'] else r['status'].upper()} ({r['seconds']:.1f} s)\n")
     if args.junit:
-        _junit(args.junit, results)
+        _junit(args.junit, results, args.out)
     if args.json:
         public = [{k: v for k, v in r.items() if k != "output"} for r in results]
         print(json.dumps(public[0] if len(public) == 1 else {"claims": public}, sort_keys=True))
@@ -77,13 +91,17 @@ def run(args) -> int:
     return 0 if all(r["ok"] for r in results) else 1
 
 
-def _junit(path: str, results: list[dict]) -> None:
+def _junit(path: str, results: list[dict], out: str | None = None) -> None:
+    """One test case per claim (its script) and, with ``--out``, one per certificate the scripts
+    wrote there and per claim in it, as re-checked by the independent checker."""
     from xml.etree import ElementTree as ET
 
+    from ..certificate.results import check_many, junit_cases
     from ..formats import write_text
-    suite = ET.Element("testsuite", name="exactform.prove", tests=str(len(results)),
-                       failures=str(sum(r["status"] == "failed" for r in results)),
-                       skipped=str(sum(r["status"] == "not available" for r in results)))
+    root = ET.Element("testsuites", name="exactform")
+    suite = ET.SubElement(root, "testsuite", name="exactform.prove", tests=str(len(results)),
+                          failures=str(sum(r["status"] == "failed" for r in results)),
+                          skipped=str(sum(r["status"] == "not available" for r in results)))
     for r in results:
         case = ET.SubElement(suite, "testcase", classname="exactform.prove", name=r["claim"], time=str(r["seconds"]))
         if r["status"] == "failed":
@@ -92,4 +110,10 @@ def _junit(path: str, results: list[dict]) -> None:
             ET.SubElement(case, "skipped", message="no proof script")
         else:
             ET.SubElement(case, "system-out").text = r["output"][-4000:]
-    write_text(path, ET.tostring(suite, encoding="unicode") + "\n")
+    certificates = sorted(str(p) for p in Path(out).rglob("*cert*.json")) if out else []
+    if certificates:
+        checked = ET.SubElement(root, "testsuite", name="exactform.check")
+        tests, failures = junit_cases(checked, check_many(certificates, say=lambda line: None)[1])
+        checked.set("tests", str(tests))
+        checked.set("failures", str(failures))
+    write_text(path, ET.tostring(root, encoding="unicode") + "\n")

@@ -1,9 +1,13 @@
-"""``exactform regions MODEL.json [--json] [--plot FILE.png] [--max-regions N]``: exact counts of
-linear regions and activation regions on the model's domain (DESIGN §5)."""
+"""``exactform regions MODEL.json [--json] [--plot FILE.png] [--max-regions N] [--workers N]
+[--scheduler ADDRESS]``: exact counts of linear regions and activation regions on the model's
+domain (DESIGN §5).  With more than one worker the domain is split into sub-boxes, enumerated as
+tasks and merged across their shared facets: the counts are the same whatever runs them."""
 from __future__ import annotations
 
 import json
 import sys
+
+from ..executor import ExecutorError, add_executor_arguments, lost_work, make_executor
 
 
 def add_parser(sub):
@@ -14,13 +18,14 @@ def add_parser(sub):
     p.add_argument("--max-regions", type=int, metavar="N", help="stop once more than N cells would be enumerated")
     p.add_argument("--method", choices=("interval", "polygon", "polytope"),
                    help="cell kind (default: interval in 1-D, polygon in 2-D, exact LP otherwise)")
+    add_executor_arguments(p)
     return p
 
 
 def run(args) -> int:
     from ..formats import InputError
     from ..models import load_model
-    from ..prove.regions import NotPiecewiseLinear, Progress, RegionLimit, count_regions
+    from ..prove.regions import NotPiecewiseLinear, Progress, RegionLimit, count_regions, parts_for
     model = load_model(args.model)
     if getattr(model, "is_hardmax", True) is False:
         raise InputError(args.model, "attention", "softmax attention is not piecewise linear; "
@@ -29,7 +34,13 @@ def run(args) -> int:
         raise InputError("--max-regions", "", "expected a positive integer")
     progress = Progress()
     try:
-        result = count_regions(model, args.method, args.max_regions, progress=progress)
+        with make_executor(args.workers, args.scheduler) as executor:
+            parts = 1 if args.plot else parts_for(executor.workers, model.input_dim)   # plots: the cells as drawn serially
+            result = count_regions(model, args.method, args.max_regions, parts, progress,
+                                   executor if parts > 1 else None)
+    except ExecutorError as e:
+        progress.close()
+        return lost_work("regions", e)
     except RegionLimit as e:
         progress.close()
         print(f"exactform: regions: stopped: {e}", file=sys.stderr)

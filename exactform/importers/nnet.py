@@ -12,15 +12,14 @@ The format's semantics are folded in exactly:
 """
 from __future__ import annotations
 
-import re
 from fractions import Fraction
 from pathlib import Path
 
 from ..formats import InputError
+from ..numbers import RationalSyntaxError, parse_decimal
 from ..models import Box, MaxoutNet
 from .affine import ZERO, Affine, Tracer
 
-_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
 
 
 def load_nnet(path: str, domain) -> MaxoutNet:
@@ -41,10 +40,11 @@ def load_nnet(path: str, domain) -> MaxoutNet:
         if count is not None and len(fields) < count:
             raise InputError(path, f"line {n}", f"expected {count} numbers ({what}), got {len(fields)}")
         out = []
-        for f in fields[:count] if count is not None else fields:
-            if not _DECIMAL.match(f.strip()):
-                raise InputError(path, f"line {n}", f"{f.strip()[:30]!r} is not a decimal number ({what})")
-            out.append(Fraction(f.strip()))
+        for k, f in enumerate(fields[:count] if count is not None else fields):
+            try:
+                out.append(parse_decimal(f))
+            except RationalSyntaxError as e:
+                raise InputError(path, f"line {n} field {k}", f"{e} ({what})") from None
         return out
 
     def count(value: Fraction, what: str) -> int:

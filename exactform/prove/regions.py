@@ -21,6 +21,7 @@ import sys
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 from itertools import product
 
 from ..models import Box, MaxoutNet, Transformer
@@ -346,21 +347,36 @@ def split_box(box: Box, parts: int) -> list[Box]:
             for idx in product(range(parts), repeat=box.dim)]
 
 
+def parts_for(workers: int, dim: int) -> int:
+    """Slices per coordinate giving at least 4 sub-boxes per worker (1 when serial)."""
+    parts = 1
+    while workers > 1 and parts ** dim < 4 * workers:
+        parts += 1
+    return parts
+
+
 def count_regions(model, method: str | None = None, max_regions: int | None = None, parts: int = 1,
-                  progress=None) -> RegionCount:
-    """Exact counts on ``model.domain``; ``parts > 1`` enumerates parts^d sub-boxes independently."""
+                  progress=None, executor=None) -> RegionCount:
+    """Exact counts on ``model.domain``; ``parts > 1`` enumerates parts^d sub-boxes independently,
+    one task each on ``executor`` (``exactform.executor``) when given; ``max_regions`` bounds the
+    cells of each sub-box and, after merging, the regions."""
     method = method or default_method(model.input_dim)
     if method not in METHODS or (method == "interval" and model.input_dim != 1) \
             or (method == "polygon" and model.input_dim != 2):
         raise ValueError(f"method {method!r} does not apply to input dimension {model.input_dim}")
-    pieces = []
-    for sub in split_box(model.domain, parts):
-        pieces += cells_in_box(model, sub, method, max_regions, progress)
+    subs = split_box(model.domain, parts)
+    if executor is None:
+        found = [cells_in_box(model, sub, method, max_regions, progress) for sub in subs]
+    else:
+        found = executor.map(partial(cells_in_box, model, method=method, max_cells=max_regions), subs)
+    pieces = [p for cells in found for p in cells]
     same_map = lambda i, j: pieces[i].output == pieces[j].output       # noqa: E731
     same_pattern = lambda i, j: pieces[i].pattern == pieces[j].pattern  # noqa: E731
     pairs = adjacent_pairs(pieces, lambda i, j: same_map(i, j) or same_pattern(i, j))
     regions = components(len(pieces), [p for p in pairs if same_map(*p)])
     activation = components(len(pieces), [p for p in pairs if same_pattern(*p)])
+    if max_regions is not None and activation > max_regions:
+        raise RegionLimit(f"{activation} activation regions exceed {max_regions}; raise --max-regions to count them all")
     return RegionCount(regions, activation, METHODS[method], pieces)
 
 

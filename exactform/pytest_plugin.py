@@ -1,0 +1,73 @@
+"""A pytest plugin: ``*.cert.json`` files become tests, one item per claim, checked by the
+independent checker (``exactform.certificate.check``); a failing claim fails with the checker's
+message, a file that is not a certificate fails as one item.
+
+Off unless asked, so that it never collects anything by accident::
+
+    pytest --exactform-certs golden/            # or, in pytest.ini / pyproject:
+    [tool.pytest.ini_options]
+    exactform_certs = true
+    exactform_smt = false                       # true: also re-run the embedded SMT queries
+
+Registered through the entry point ``[project.entry-points.pytest11] exactform =
+"exactform.pytest_plugin"`` (or ``-p exactform.pytest_plugin`` without it).
+"""
+from __future__ import annotations
+
+import pytest
+
+SUFFIX = ".cert.json"
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("exactform", "exactform certificates")
+    group.addoption("--exactform-certs", action="store_true", default=None,
+                    help=f"collect {SUFFIX} files as tests (one item per claim)")
+    group.addoption("--exactform-smt", action="store_true", default=None,
+                    help="also re-run the SMT queries embedded in the certificates")
+    parser.addini("exactform_certs", type="bool", default=False, help=f"collect {SUFFIX} files as tests")
+    parser.addini("exactform_smt", type="bool", default=False, help="re-run embedded SMT queries")
+
+
+def _flag(config, name: str) -> bool:
+    value = config.getoption(f"--exactform-{name}")
+    return bool(config.getini(f"exactform_{name}") if value is None else value)
+
+
+def pytest_collect_file(file_path, parent):
+    if file_path.name.endswith(SUFFIX) and _flag(parent.config, "certs"):
+        return CertificateFile.from_parent(parent, path=file_path)
+    return None
+
+
+class CertificateFile(pytest.File):
+    def collect(self):
+        from .certificate.results import check_one
+        result = check_one(self.path, smt=_flag(self.config, "smt"))
+        if result.code == 2 or not result.claims:
+            yield ClaimItem.from_parent(self, name="certificate", ok=False, message=result.message)
+            return
+        for cid, ok, message in result.claims:
+            yield ClaimItem.from_parent(self, name=cid, ok=ok, message=message)
+
+
+class CertificateFailure(Exception):
+    pass
+
+
+class ClaimItem(pytest.Item):
+    def __init__(self, *, ok: bool, message: str, **kwargs):
+        super().__init__(**kwargs)
+        self.ok, self.message = ok, message
+
+    def runtest(self):
+        if not self.ok:
+            raise CertificateFailure(self.message)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, CertificateFailure):
+            return f"{self.path.name}::{self.name}: {self.message}"
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, None, ""

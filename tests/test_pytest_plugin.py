@@ -1,0 +1,46 @@
+"""The pytest plugin (issue 7): ``*.cert.json`` files become one test item per claim, only when
+asked (``--exactform-certs`` or the ``exactform_certs`` ini setting)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+pytest_plugins = ["pytester"]
+
+GOLDEN = Path(__file__).parent.parent / "examples" / "ci" / "golden"
+PLUGIN = ["-p", "exactform.pytest_plugin"]
+
+
+def _copy(pytester, name="abs.cert.json"):
+    target = pytester.path / name
+    shutil.copy(GOLDEN / name, target)
+    return target
+
+
+def test_not_collected_unless_asked(pytester):
+    _copy(pytester)
+    result = pytester.runpytest_inprocess(*PLUGIN)
+    result.assert_outcomes()        # nothing collected, nothing run
+    assert "no tests ran" in result.stdout.str()
+
+
+def test_one_item_per_claim(pytester):
+    _copy(pytester)
+    _copy(pytester, "relu_net.cert.json")
+    result = pytester.runpytest_inprocess(*PLUGIN, "--exactform-certs", "-v")
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines(["*abs.cert.json::C1 PASSED*", "*relu_net.cert.json::C4 PASSED*"])
+
+
+def test_ini_setting_and_failure_message(pytester):
+    doc = json.loads((GOLDEN / "abs.cert.json").read_text())
+    doc["claims"][1]["evidence"]["pairs"][0]["owner"] = 1      # tampered C2 evidence
+    (pytester.path / "bad.cert.json").write_text(json.dumps(doc))
+    (pytester.path / "junk.cert.json").write_text("{not json")
+    pytester.makeini("[pytest]\nexactform_certs = true\n")
+    result = pytester.runpytest_inprocess(*PLUGIN)
+    result.assert_outcomes(passed=3, failed=2)
+    out = result.stdout.str()
+    assert "bad.cert.json::C2: evidence.pairs[0].owner" in out
+    assert "junk.cert.json::certificate:" in out and "malformed JSON" in out
