@@ -27,7 +27,7 @@ from exactform.construct.region_rich import region_rich_net  # noqa: E402
 from exactform.formats import write_json  # noqa: E402
 from exactform.prove.regions import cells_in_box, count_regions, parts_for, split_box  # noqa: E402
 
-ACAS = Path(__file__).resolve().parents[2] / "shared" / "data" / "acasxu"
+ACAS = Path(__file__).resolve().parents[1] / "data" / "acasxu"
 
 
 def run_cli(argv: list[str]) -> tuple[float, str]:

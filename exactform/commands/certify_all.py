@@ -66,7 +66,7 @@ def networks(folder: Path, domain: str | None) -> list[tuple[str, str, list | No
                                                          if p.suffix.lower() in SUFFIXES else 99)):
         if path.suffix.lower() not in SUFFIXES or path.stem in chosen or not path.is_file():
             continue
-        if path.suffix.lower() == ".json" and load_json(path).value.get("format") != MaxoutNet.FORMAT:
+        if path.suffix.lower() == ".json" and load_json(path).dict().get("format") != MaxoutNet.FORMAT:
             continue
         chosen[path.stem] = path
     if not chosen:
