@@ -152,6 +152,6 @@ def test_cli_import_domain_shapes(tmp_path):
     r = cli("import", path, "--domain", "-1:1,-1/2:1/2,0:0.25,-1:1,-1:1", "-o", str(tmp_path / "n.json"))
     assert r.returncode == 0, r.stderr
     r = cli("import", path, "--domain", "-1:1,0:1", "-o", str(tmp_path / "n.json"))
-    assert r.returncode == 2 and "5 inputs" in r.stderr
+    assert r.returncode == 2 and "5 input(s)" in r.stderr
     with pytest.raises(InputError):
         import_network(str(tmp_path / "missing.onnx"), UNIT)

@@ -58,7 +58,7 @@ def networks(folder: Path, domain: str | None) -> list[tuple[str, str, list | No
     net's own domain)."""
     from ..formats import InputError, load_json
     from ..models import MaxoutNet
-    from .import_net import parse_domain
+    from ..models.box import parse_domain
     if not folder.is_dir():
         raise InputError(str(folder), "", "not a folder")
     chosen: dict[str, Path] = {}

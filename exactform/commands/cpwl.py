@@ -16,33 +16,10 @@ def add_parser(sub):
     return p
 
 
-def parse_domain(text: str, dim: int):
-    """``L:U`` (all coordinates) or ``L:U,L:U,...`` (one per coordinate) → Box."""
-    from ..formats import InputError
-    from ..models import Box
-    from ..numbers import RationalSyntaxError, parse_rational
-    pairs = text.split(",")
-    if len(pairs) not in (1, dim):
-        raise InputError("--domain", "", f"{len(pairs)} L:U pairs for {dim} variable(s); give one pair or one per variable")
-    bounds = []
-    for i, pair in enumerate(pairs):
-        parts = pair.split(":")
-        if len(parts) != 2:
-            raise InputError("--domain", f"[{i}]", f"{pair!r} is not of the form L:U")
-        try:
-            lo, hi = parse_rational(parts[0]), parse_rational(parts[1])
-        except RationalSyntaxError as e:
-            raise InputError("--domain", f"[{i}]", str(e)) from None
-        if lo >= hi:
-            raise InputError("--domain", f"[{i}]", f"lower bound {lo} is not below upper bound {hi}")
-        bounds.append((lo, hi))
-    bounds = bounds * dim if len(bounds) == 1 else bounds
-    return Box(tuple(b[0] for b in bounds), tuple(b[1] for b in bounds))
-
-
 def run(args) -> int:
     from ..construct.cpwl import expression_net, parse_cpwl
     from ..construct.expression import ExpressionError
+    from ..models.box import domain_box, parse_domain
     from ..formats import InputError, write_json
     try:
         root = parse_cpwl(args.expression)
@@ -50,7 +27,7 @@ def run(args) -> int:
         raise InputError("expression", "", str(e)) from None
     names = args.vars.split(",") if args.vars else sorted(root.variables()) or ["x"]
     try:
-        compiled = expression_net(root, parse_domain(args.domain, len(names)), names)
+        compiled = expression_net(root, domain_box(parse_domain(args.domain), len(names)), names)
     except ExpressionError as e:
         raise InputError("expression", "", str(e)) from None
     write_json(args.output, compiled.net.to_json())

@@ -2,14 +2,9 @@
 from __future__ import annotations
 
 import json
-import re
 import time
-from fractions import Fraction
-
-from ..formats import InputError, write_json
-from ..numbers import RationalSyntaxError, parse_decimal, parse_rational
-
-_DECIMAL = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
+from ..formats import write_json
+from ..models.box import parse_domain
 
 
 def add_parser(sub):
@@ -20,28 +15,6 @@ def add_parser(sub):
     p.add_argument("-o", "--output", required=True, help="where to write the exactform/maxout@1 JSON")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     return p
-
-
-def parse_domain(text: str) -> list[tuple[Fraction, Fraction]]:
-    """``"L:U,L:U"`` with exact rationals (``-7/12``) or decimals (``0.25``, read exactly)."""
-    pairs = []
-    for k, part in enumerate(text.split(",")):
-        bounds = part.split(":")
-        if len(bounds) != 2:
-            raise InputError("--domain", f"[{k}]", f"expected L:U, got {part[:40]!r}")
-        lo, hi = (_number(b, k) for b in bounds)
-        if lo > hi:
-            raise InputError("--domain", f"[{k}]", f"lower bound {lo} exceeds upper bound {hi}")
-        pairs.append((lo, hi))
-    return pairs
-
-
-def _number(text: str, k: int) -> Fraction:
-    text = text.strip()
-    try:
-        return parse_decimal(text) if _DECIMAL.match(text) else parse_rational(text)
-    except RationalSyntaxError as e:
-        raise InputError("--domain", f"[{k}]", str(e)) from None
 
 
 def run(args) -> int:

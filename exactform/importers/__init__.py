@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..formats import InputError
 from ..models import Box, MaxoutNet
+from ..models.box import domain_box
 
 SUFFIXES = {".onnx": "onnx", ".nnet": "nnet", ".pt": "torch", ".pth": "torch"}
 
@@ -19,10 +20,7 @@ def import_network(path: str, domain: list[tuple[Fraction, Fraction]]) -> Maxout
         raise InputError(path, "", "no such file")
 
     def box(dim: int) -> Box:
-        pairs = domain * dim if len(domain) == 1 else domain
-        if len(pairs) != dim:
-            raise InputError(path, "--domain", f"the network has {dim} inputs, the domain gives {len(domain)} pairs")
-        return Box(tuple(lo for lo, _ in pairs), tuple(hi for _, hi in pairs))
+        return domain_box(domain, dim)
 
     if kind == "onnx":
         from .onnx import load_onnx

@@ -1,11 +1,15 @@
 """The input domain: a box ``[lower, upper]`` with rational corners."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import product
 
-from ..formats import Reader, encode_vector
+from ..formats import InputError, Reader, encode_vector
+from ..numbers import RationalSyntaxError, parse_decimal, parse_rational
+
+_DECIMAL = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
 
 
 @dataclass(frozen=True)
@@ -46,3 +50,28 @@ class Box:
             if lo > hi:
                 raise r.field("lower").item(i).error(f"lower bound {lo} exceeds upper bound {hi}")
         return cls(tuple(lower), tuple(upper))
+
+
+def parse_domain(text: str) -> list[tuple[Fraction, Fraction]]:
+    """``--domain L:U[,L:U...]``: exact rationals (``-7/12``) or decimals (``0.25``, read exactly)."""
+    pairs = []
+    for k, part in enumerate(text.split(",")):
+        ends = part.split(":")
+        if len(ends) != 2:
+            raise InputError("--domain", f"[{k}]", f"expected L:U, got {part[:40]!r}")
+        try:
+            lo, hi = (parse_decimal(e) if _DECIMAL.match(e.strip()) else parse_rational(e.strip()) for e in ends)
+        except RationalSyntaxError as e:
+            raise InputError("--domain", f"[{k}]", str(e)) from None
+        if lo > hi:
+            raise InputError("--domain", f"[{k}]", f"lower bound {lo} exceeds upper bound {hi}")
+        pairs.append((lo, hi))
+    return pairs
+
+
+def domain_box(pairs: list[tuple[Fraction, Fraction]], dim: int, source: str = "--domain") -> Box:
+    """One pair for every coordinate, or a single pair for all of them."""
+    if len(pairs) not in (1, dim):
+        raise InputError(source, "", f"{len(pairs)} L:U pairs for {dim} input(s); give one pair or one per input")
+    pairs = pairs * dim if len(pairs) == 1 else pairs
+    return Box(tuple(lo for lo, _ in pairs), tuple(hi for _, hi in pairs))
