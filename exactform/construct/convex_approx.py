@@ -20,6 +20,7 @@ import sympy
 
 from ..models import Box, MaxoutLayer, MaxoutNet
 from ..numbers import to_fraction
+from ..prove.enclosure import ball, bounds
 from .expression import ExpressionError, Parser
 
 ZERO = Fraction(0)
@@ -91,23 +92,13 @@ def _arb(expr, env: dict) -> flint.arb:
     raise ValueError(f"cannot enclose {type(expr).__name__}")
 
 
-def _exact(b: flint.arb) -> tuple[Fraction, Fraction]:
-    """Exact rational endpoints of a ball."""
-    def frac(x):
-        m, e = x.man_exp()
-        return Fraction(int(m)) * Fraction(2) ** int(e)
-    if not b.is_finite():
-        raise ArithmeticError("the enclosure is not finite (is f defined on the whole box?)")
-    return frac(b.lower()), frac(b.upper())
-
-
 def _ball(lo: Fraction, hi: Fraction) -> flint.arb:
-    return flint.arb(flint.fmpq(lo.numerator, lo.denominator)).union(flint.arb(flint.fmpq(hi.numerator, hi.denominator)))
+    return ball(lo).union(ball(hi))
 
 
 def _rounded(b: flint.arb) -> tuple[Fraction, Fraction]:
     """A rational with at most SLOPE_BITS fractional bits and its certified distance to the value."""
-    lo, hi = _exact(b)
+    lo, hi = bounds(b)
     v = Fraction(round((lo + hi) / 2 * 2 ** SLOPE_BITS), 2 ** SLOPE_BITS)
     return v, max(hi - v, v - lo)
 
@@ -160,7 +151,7 @@ def tangent_plane_net(f, box: Box, n: int, samples: int = 200, seed: int = 0) ->
         rounding = max(rounding, dv + sum((dg * r for (_, dg), r in zip(slopes, reach)), ZERO))
         cell = [(max(lo, x - h / 2), min(hi, x + h / 2)) for x, h, lo, hi in zip(p, steps, box.lower, box.upper)]
         env = {v: _ball(a, b) for v, (a, b) in zip(names, cell)}
-        M = max(sum((_exact(abs(_arb(h, env)))[1] for h in row), ZERO) for row in hess)
+        M = max(sum((bounds(abs(_arb(h, env)))[1] for h in row), ZERO) for row in hess)
         r2 = sum((max(x - a, b - x) ** 2 for x, (a, b) in zip(p, cell)), ZERO)
         taylor = max(taylor, M * r2 / 2)
     net = MaxoutNet(box, [MaxoutLayer([weights], [biases])], [[Fraction(1)]], [ZERO])
@@ -171,7 +162,7 @@ def tangent_plane_net(f, box: Box, n: int, samples: int = 200, seed: int = 0) ->
     for _ in range(samples):
         x = [lo + (hi - lo) * Fraction(rng.randrange(10 ** 6), 10 ** 6) for lo, hi in zip(box.lower, box.upper)]
         approx = net(x)[0]
-        lo, hi = _exact(_arb(expr, {v: _ball(c, c) for v, c in zip(names, x)}))
+        lo, hi = bounds(_arb(expr, {v: _ball(c, c) for v, c in zip(names, x)}))
         sampled = max(sampled, hi - approx, approx - lo)
     return TangentApproximation(net, taylor + rounding, taylor, rounding, worst, sampled, samples)
 
