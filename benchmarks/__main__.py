@@ -1,10 +1,20 @@
-"""``python -m benchmarks [NAME ...]``: run every ``benchmarks/*_bench.py`` (or the named ones)."""
+"""``python -m benchmarks [NAME ...]``: run every ``benchmarks/*_bench.py`` (or the named ones),
+each as its own ``__main__``; a script that exits non-zero is reported and the rest still run."""
 import runpy
 import sys
 from pathlib import Path
 
 here = Path(__file__).parent
 names = sys.argv[1:] or sorted(p.stem.removesuffix("_bench") for p in here.glob("*_bench.py"))
+failed = []
 for name in names:
     print(f"\n### {name}\n", flush=True)
-    runpy.run_path(str(here / f"{name}_bench.py"), run_name="__main__")
+    sys.argv = [str(here / f"{name}_bench.py")]
+    try:
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            failed.append(name)
+if failed:
+    print(f"\nbenchmarks that reported a miss or failure: {', '.join(failed)}")
+sys.exit(1 if failed else 0)

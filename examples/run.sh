@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the built-in examples: compile each Maxout net into a hardmax Transformer and
 # evaluate both exactly on the same points (the outputs must agree digit for digit), certify
-# claims C1-C4 for each pair and re-verify every certificate with the independent checker.
+# claims C1-C4 for each pair, re-verify every certificate with the independent checker, and
+# run the proof script of every claim C1-C8.
 set -euo pipefail
 cd "$(dirname "$0")"
 out=${OUT:-../out}
@@ -21,3 +22,5 @@ for pair in abs:points_1d relu_net:points_2d maxout_2d:points_maxout; do
 done
 echo "== independent check of the certificates"
 exactform check "$out"
+echo "== the claims C1-C8 (proofs/C*.py), certificates under $out/proofs"
+exactform prove --out "$out/proofs"
