@@ -9,7 +9,13 @@ from pathlib import Path
 pytest_plugins = ["pytester"]
 
 GOLDEN = Path(__file__).parent.parent / "examples" / "ci" / "golden"
-PLUGIN = ["-p", "exactform.pytest_plugin"]
+PLUGIN = ["-p", "exactform"]
+"""The plugin by its entry-point name (``[project.entry-points.pytest11]``): pytest loads it once."""
+
+
+def test_registered_as_a_pytest11_entry_point():
+    from importlib.metadata import entry_points
+    assert [e.value for e in entry_points(group="pytest11") if e.name == "exactform"] == ["exactform.pytest_plugin"]
 
 
 def _copy(pytester, name="abs.cert.json"):
