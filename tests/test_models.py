@@ -38,6 +38,17 @@ def test_sympy_view_is_exact():
     assert [Fraction(int(v.p), int(v.q)) for v in W] == [x for row in net.layers[0].weight[0] for x in row]
 
 
+def test_sympy_views_of_readout_and_embedding():
+    net = random_net(random.Random(6), [2, 3], 2, outputs=2)
+    A, c = net.sympy_readout()
+    assert A.shape == (2, 3) and c.shape == (2, 1)
+    assert [Fraction(int(v.p), int(v.q)) for v in A] == [x for row in net.readout_weight for x in row]
+    E, P = compile_maxout(net).sympy_embedding()
+    tf = compile_maxout(net)
+    assert E.shape == (tf.width, 2) and P.shape == (tf.tokens, tf.width)
+    assert [Fraction(int(v.p), int(v.q)) for v in P] == [x for row in tf.embed_bias for x in row]
+
+
 def one_head_transformer(tokens: int, shift: list[Fraction]) -> Transformer:
     """Width 2: coordinate 0 = 1, coordinate 1 = x + shift[t]; a head with query 1, key = value = x."""
     one, zero = Fraction(1), Fraction(0)

@@ -147,14 +147,6 @@ class Polytope:
     def clip(self, g: Affine) -> "Polytope":
         return Polytope(self.constraints + (normalized(g),))
 
-    def interior_margin(self):
-        """``max t`` with ``g(x) ≥ t`` for all constraints (t ≤ 1): > 0 iff full-dimensional."""
-        d = len(self.constraints[0]) - 1
-        A = [[-a for a in g[:-1]] + [ONE] for g in self.constraints] + [[ZERO] * d + [ONE]]
-        b = [g[-1] for g in self.constraints] + [ONE]
-        best = maximize([ZERO] * d + [ONE], A, b)
-        return ZERO if best is None else best
-
     def to_json(self) -> dict:
         return {"polytope": [[format_rational(v) for v in g] for g in self.constraints]}
 
