@@ -108,3 +108,20 @@ def test_eval_cli_torch_backend(tmp_path):
     r = subprocess.run([sys.executable, "-m", "exactform.cli", "eval", str(tmp_path / "net.json"), "--points",
                         str(tmp_path / "p.json"), "--backend", "torch"], capture_output=True, text=True)
     assert "float32" in r.stdout
+
+
+def test_eval_cli_compare_and_margins(tmp_path, capsys):
+    """--compare measures |float − exact| exactly; --margins bounds it rigorously (and flags near-ties)."""
+    from exactform.cli import main
+    box = Box((F(-1),), (F(1),))
+    net = MaxoutNet(box, [MaxoutLayer([[[F(1)], [F(-1)]]], [[F(0), F(0)]])], [[F(1)]], [F(0)])   # |x|
+    (tmp_path / "tf.json").write_text(json.dumps(compile_maxout(net).to_json()))
+    (tmp_path / "p.json").write_text(json.dumps([["1/3"], ["1/1024"], ["0"]]))
+    argv = ["eval", str(tmp_path / "tf.json"), "--points", str(tmp_path / "p.json"), "--backend", "torch"]
+    assert main(argv + ["--compare", "--margins", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    worst = F(report["worst_error"])
+    assert 0 < worst < F(1, 10 ** 7)                         # 1/3 is not a float: a real, exact error
+    assert all(b >= 0 for b in report["error_bound"]) and F(max(report["error_bound"])) >= worst
+    assert report["undecided_rows"][0] == 0 and report["undecided_rows"][2] > 0   # x = 0: the pieces tie
+    assert main(["eval", str(tmp_path / "p.json"), "--points", str(tmp_path / "p.json")]) == 2

@@ -4,6 +4,7 @@ rational strings; rigorous enclosures for softmax Transformers (never exact); or
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 from ..formats import InputError
 from ..models import Transformer, load_model
@@ -23,6 +24,11 @@ def add_parser(sub):
                    help="softmax Transformers: precision of the rigorous enclosures (default 40)")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="torch backend only")
     p.add_argument("--device", default="cpu", help="torch backend only: cpu or cuda")
+    p.add_argument("--compare", action="store_true",
+                   help="torch backend: also evaluate exactly and report the worst |float − exact| (measured exactly)")
+    p.add_argument("--margins", action="store_true",
+                   help="torch backend, hardmax Transformer: a rigorous bound on |float − exact| per point and the "
+                        "hardmax rows whose decision float rounding could have changed")
     return p
 
 
@@ -73,10 +79,29 @@ def _run_torch(args, model) -> int:
     dtype = getattr(torch, args.dtype)
     outputs = evaluate(to_module(model, dtype, args.device), exact_points_tensor(points, dtype, args.device))
     rows = outputs.cpu().double().tolist()
+    report = {"outputs": rows, "backend": "torch", "dtype": args.dtype}
+    if args.compare:
+        exact = model.evaluate_batch(points)
+        errors = [max(abs(Fraction(f) - e) for f, e in zip(row, ref)) for row, ref in zip(rows, exact)]
+        report["worst_error"] = format_rational(max(errors))
+        report["worst_error_point"] = errors.index(max(errors))
+    if args.margins:
+        if not isinstance(model, Transformer) or not model.is_hardmax:
+            raise InputError(args.model, "attention", "--margins takes a hardmax Transformer")
+        from ..backends.differential import margin_check
+        margins = margin_check(model, points, dtype)
+        report["error_bound"], report["undecided_rows"] = margins.bound, margins.undecided
     if args.json:
-        print(json.dumps({"outputs": rows, "backend": "torch", "dtype": args.dtype}))
-    else:
-        print(f"# {args.dtype} results from the torch backend on {args.device} (rounded, not exact)")
-        for x, y in zip(encode_points(points), rows):
-            print(f"{' '.join(x)} -> {' '.join(repr(v) for v in y)}")
+        print(json.dumps(report))
+        return 0
+    print(f"# {args.dtype} results from the torch backend on {args.device} (rounded, not exact)")
+    for x, y in zip(encode_points(points), rows):
+        print(f"{' '.join(x)} -> {' '.join(repr(v) for v in y)}")
+    if args.compare:
+        print(f"# worst |float − exact| = {float(Fraction(report['worst_error'])):.3g} "
+              f"(exactly {report['worst_error']}) at point {report['worst_error_point']}")
+    if args.margins:
+        undecided = sum(1 for u in report["undecided_rows"] if u)
+        print(f"# rigorous bound on |float − exact|: at most {max(report['error_bound']):.3g} over these points; "
+              f"{undecided} of {len(points)} points have a hardmax row that float rounding could have flipped")
     return 0
