@@ -134,3 +134,22 @@ def test_cvc5_agrees_when_installed():
     for q in c1_queries(4) + c2_queries(net, good) + c3_queries(net, good):
         assert solve(q.smtlib, "cvc5") == "unsat", q.name
     assert "sat" in {solve(q.smtlib, "cvc5") for q in c2_queries(net, bad)}
+
+
+def test_certify_writes_smtlib_files_a_solver_proves(tmp_path, capsys):
+    """``certify --smt-out DIR``: every query as an SMT-LIB 2 file, each unsat when re-solved."""
+    import z3
+
+    from exactform.cli import main
+    root = Path(__file__).parent.parent / "examples"
+    tf = tmp_path / "tf.json"
+    assert main(["compile", str(root / "relu_net.json"), "-o", str(tf)]) == 0
+    out = tmp_path / "smt"
+    assert main(["certify", str(root / "relu_net.json"), str(tf), "-o", str(tmp_path / "c.json"),
+                 "--smt-out", str(out)]) == 0
+    files = sorted(out.glob("*.smt2"))
+    assert {f.name.split("-")[1] for f in files} == {"C1.smt2", "C2.smt2", "C3.smt2"}
+    for f in files:
+        s = z3.Solver()
+        s.from_file(str(f))
+        assert s.check() == z3.unsat, f.name

@@ -93,11 +93,19 @@ def certify(net: MaxoutNet, tf: Transformer, smt: bool = False, net_json: dict |
     return cert
 
 
-def _add_smt(net, tf, ev, cert: Certificate, timeout_ms: int, executor=None) -> None:
-    from ..prove.smt import c1_queries, c2_queries, c3_queries, solve
+def smt_queries(net: MaxoutNet, tf: Transformer, construction_holds: bool = True) -> dict[str, list]:
+    """The SMT-LIB queries per claim: C1 for T = 1…tokens, and, for a pair whose construction the
+    symbolic pass accepted, C2 per ReLU pair and C3 per (layer, token, unit); each holds iff unsat."""
+    from ..prove.smt import c1_queries, c2_queries, c3_queries
     groups = {"C1": c1_queries(max(tf.tokens, 1))}
-    if not cert.problems["C3"]:
+    if construction_holds:
         groups |= {"C2": c2_queries(net, tf), "C3": c3_queries(net, tf)}
+    return groups
+
+
+def _add_smt(net, tf, ev, cert: Certificate, timeout_ms: int, executor=None) -> None:
+    from ..prove.smt import solve
+    groups = smt_queries(net, tf, not cert.problems["C3"])
     queries = [(claim, q) for claim, qs in groups.items() for q in qs]
     run = executor.map if executor else map
     answers = run(partial(solve, timeout_ms=timeout_ms), [q.smtlib for _, q in queries])

@@ -4,6 +4,7 @@ symbolic pass is one chain (each layer starts from the previous one's state) and
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from ..executor import ExecutorError, add_executor_arguments, lost_work, make_executor
 
@@ -14,12 +15,14 @@ def add_parser(sub):
     p.add_argument("transformer", help="exactform/transformer@1 JSON")
     p.add_argument("-o", "--output", required=True, help="where to write the exactform/certificate@1 JSON")
     p.add_argument("--smt", action="store_true", help="also generate, run and embed the Z3 queries (slower)")
+    p.add_argument("--smt-out", metavar="DIR", help="also write every SMT query as an SMT-LIB 2 file "
+                   "(DIR/NNNN-CLAIM.smt2, unsat = holds) for any solver, without running them")
     add_executor_arguments(p)
     return p
 
 
 def run(args) -> int:
-    from ..certificate.write import certify
+    from ..certificate.write import certify, smt_queries
     from ..formats import InputError, load_json, write_json
     from ..models import MaxoutNet, Transformer
 
@@ -48,4 +51,15 @@ def run(args) -> int:
         return 1
     write_json(args.output, cert.document)
     print(f"wrote {args.output} in {seconds:.2f} s")
+    if args.smt_out:
+        _write_smtlib(Path(args.smt_out), smt_queries(net, tf))
     return 0
+
+
+def _write_smtlib(folder: Path, groups: dict[str, list]) -> None:
+    from ..formats import write_text
+    folder.mkdir(parents=True, exist_ok=True)
+    queries = [q for qs in groups.values() for q in qs]
+    for n, q in enumerate(queries):
+        write_text(folder / f"{n:04d}-{q.claim}.smt2", f"; {q.name}\n; the claim holds iff this is unsat\n{q.smtlib}")
+    print(f"wrote {len(queries)} SMT-LIB 2 queries to {folder}/")
