@@ -78,3 +78,31 @@ def test_feedforward_is_residual_relu():
                      [ff], 0, [[zero, one]], [zero], {})
     # x + (−ReLU(x)) = min(x, 0)
     assert [tf([Fraction(v)])[0] for v in (-2, -1, 0, 1, 2)] == [-2, -1, 0, 0, 0]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32))
+def test_feedforward_with_identity_pairs_matches_the_definition(seed):
+    """Evaluation folds identity pairs ReLU(v) − ReLU(−v) into an affine map; the result must equal
+    the block's definition x + w2 ReLU(w1 x + b1) + b2 computed naively with Fractions."""
+    rng = random.Random(seed)
+    w, h = rng.randint(2, 4), rng.randint(1, 4)
+    q = lambda: Fraction(rng.randint(-6, 6), rng.choice([1, 2, 3]))
+    w1, b1, cols = [], [], []
+    for _ in range(h):
+        row, b, col = [q() for _ in range(w)], q(), [q() for _ in range(w)]
+        w1.append(row), b1.append(b), cols.append(col)
+        if rng.random() < 0.6:                      # its identity partner, sometimes twice
+            for _ in range(rng.randint(1, 2)):
+                w1.append([-a for a in row]), b1.append(-b), cols.append([-a for a in col])
+    rng.shuffle(order := list(range(len(w1))))
+    w1, b1, cols = [w1[i] for i in order], [b1[i] for i in order], [cols[i] for i in order]
+    ff = FeedForward(w1, b1, [list(r) for r in zip(*cols)], [q() for _ in range(w)])
+    one, zero = Fraction(1), Fraction(0)
+    tf = Transformer(Box(tuple([Fraction(-2)] * w), tuple([Fraction(2)] * w)), 1, w, "hardmax",
+                     [[one if r == c else zero for c in range(w)] for r in range(w)], [[zero] * w], [ff], 0,
+                     [[one if r == c else zero for c in range(w)] for r in range(w)], [zero] * w, {})
+    x = [Fraction(rng.randint(-8, 8), 4) for _ in range(w)]
+    pre = [sum(a * v for a, v in zip(row, x)) + b for row, b in zip(w1, b1)]
+    expected = [v + sum(c[r] * max(p, zero) for c, p in zip(cols, pre)) + ff.b2[r] for r, v in enumerate(x)]
+    assert tf(x) == expected

@@ -52,19 +52,57 @@ class FeedForward:
         return _nonzero_rows(self.w2, self.b2)
 
     @cached_property
-    def _maps(self) -> tuple[QMatrix, QMatrix]:
-        first = QMatrix.from_rows([[row[j] for j in self.reads] + [b] for row, b in zip(self.w1, self.b1)])
-        second = QMatrix.from_rows([self.w2[i] + [self.b2[i]] for i in self.writes], ncols=self.hidden + 1)
-        return first, second
+    def identity_pairs(self) -> list[tuple[int, int]]:
+        """Hidden units ``(u, p)`` with ``w1[p] = −w1[u]``, ``b1[p] = −b1[u]``, ``w2[:,p] = −w2[:,u]``:
+        since ``ReLU(v) − ReLU(−v) = v`` for every v, such a pair adds the affine map
+        ``w2[:,u]·(w1[u]·x + b1[u])`` whatever the input (no bound needed)."""
+        columns = list(zip(*self.w2)) if self.w2 else [() for _ in self.w1]
+        key = lambda u, s: (tuple(s * a for a in self.w1[u]), s * self.b1[u], tuple(s * a for a in columns[u]))
+        waiting: dict[tuple, list[int]] = {}
+        pairs = []
+        for u in range(self.hidden):
+            partners = waiting.get(key(u, -1))
+            if partners:
+                pairs.append((partners.pop(0), u))
+            else:
+                waiting.setdefault(key(u, 1), []).append(u)
+        return pairs
+
+    @cached_property
+    def _maps(self) -> tuple[QMatrix | None, QMatrix | None, QMatrix | None]:
+        """On the read coordinates (plus a ones row): the ReLU units' pre-activations, their output
+        map onto the written coordinates (with b2), and the affine map of the identity pairs."""
+        paired = {u for pair in self.identity_pairs for u in pair}
+        relu = [u for u in range(self.hidden) if u not in paired]
+        col = {c: k for k, c in enumerate(self.reads)}
+        row = {r: k for k, r in enumerate(self.writes)}
+        zero = Fraction(0)
+        linear = [[zero] * (len(self.reads) + 1) for _ in self.writes]
+        for u, _ in self.identity_pairs:
+            for r, k in row.items():
+                a = self.w2[r][u]
+                if a:
+                    for c, x in enumerate(self.w1[u]):
+                        if x:
+                            linear[k][col[c]] += a * x
+                    linear[k][-1] += a * self.b1[u]
+        for r, k in row.items():
+            linear[k][-1] += self.b2[r]
+        first = QMatrix.from_rows([[self.w1[u][j] for j in self.reads] + [self.b1[u]] for u in relu]) if relu else None
+        second = QMatrix.from_rows([[self.w2[r][u] for u in relu] + [zero] for r in self.writes]) if relu else None
+        return first, second, QMatrix.from_rows(linear, ncols=len(self.reads) + 1)
 
     def update(self, state: "State") -> None:
-        first, second = self._maps
-        pre = first @ state.gather(self.reads)
-        rows = pre.num.tolist()
-        zero = flint.fmpz(0)
-        act = [[x if x > zero else zero for x in row] for row in rows]
-        act.append([pre.den] * state.columns)
-        state.add_rows(self.writes, second @ QMatrix(flint.fmpz_mat(act), pre.den))
+        first, second, linear = self._maps
+        x = state.gather(self.reads)
+        delta = linear @ x
+        if first is not None:
+            pre = first @ x
+            zero = flint.fmpz(0)
+            act = [[v if v > zero else zero for v in row] for row in pre.num.tolist()]
+            act.append([pre.den] * state.columns)
+            delta = delta + second @ QMatrix(flint.fmpz_mat(act), pre.den)
+        state.add_rows(self.writes, delta)
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "w1": encode_matrix(self.w1), "b1": encode_vector(self.b1),
