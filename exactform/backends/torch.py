@@ -146,12 +146,13 @@ class _Affine(nn.Module):
     def forward(self, x):
         return self.map(x) + self._shaped(self.bias, x)
 
-    def bound(self, x, error, residual=None):
+    def bound(self, x, error, residual=None, residual_terms: int = 1):
+        """``residual``: the magnitude of ``residual_terms`` further terms added to the result."""
         prop, mag = self.map.bound(x, error)
         mag = mag + self._shaped(self.bias, x).double().abs()
         extra = 1
         if residual is not None:
-            mag, extra = mag + residual.double().abs(), 2
+            mag, extra = mag + residual.double().abs(), 1 + residual_terms
         rounding = _rounding([t + extra for t in self.map.terms], mag, self.dtype)
         return (prop + self._shaped(self.bias_error, x) + rounding) * INFLATE
 
@@ -180,30 +181,50 @@ class _Stream:
 
 
 class FeedForwardModule(nn.Module):
-    """``X[writes] += W2 ReLU(W1 X[reads] + b1_t) + b2`` (b1_t: b1 plus the folded constants)."""
+    """``X[writes] += W2 ReLU(W1 X[reads] + b1_t) + L X[reads] + c``: the block's ``decomposition``,
+    identity pairs ``ReLU(v) − ReLU(−v) = v`` run as the affine map ``L`` (b1_t, c_t: biases plus
+    the folded constants)."""
 
     def __init__(self, block: FeedForward, stream: _Stream, dtype):
         super().__init__()
+        relu, linear, offset = block.decomposition
         reads = [c for c in block.reads if c in stream.pos]
-        w1, b1 = stream.split(block.w1, block.reads, block.b1)
-        self.first = _Affine(w1, len(reads), b1, dtype)
-        self.second = _Affine([block.w2[r] for r in block.writes], block.hidden,
-                              [[block.b2[r] for r in block.writes]], dtype)
+        self.first = self.second = None
+        if relu:
+            w1, b1 = stream.split([block.w1[u] for u in relu], block.reads, [block.b1[u] for u in relu])
+            self.first = _Affine(w1, len(reads), b1, dtype)
+            self.second = _Affine([[block.w2[r][u] for u in relu] for r in block.writes], len(relu),
+                                  [[ZERO] * len(block.writes)], dtype)
+        lin, folded = stream.split(linear, block.reads, offset)
+        self.linear = _Affine(lin, len(reads), folded, dtype)
         self.register_buffer("reads", stream.index(reads))
         self.register_buffer("writes", stream.index(block.writes))
 
     def forward(self, X):
-        return X.index_add_(0, self.writes, self.second(torch.relu(self.first(X.index_select(0, self.reads)))))
+        x = X.index_select(0, self.reads)
+        delta = self.linear(x)
+        if self.first is not None:
+            delta = delta + self.second(torch.relu(self.first(x)))
+        return X.index_add_(0, self.writes, delta)
 
     def bound(self, X, E):
+        """The ReLU part's own error, and the affine part's with the two further additions
+        (``+ ReLU part``, ``+ X``) counted as extra terms of its sums."""
         x, e = X.index_select(0, self.reads), E.index_select(0, self.reads)
-        pre = self.first(x)
-        pre_error = self.first.bound(x, e)
-        # ReLU is exact and 1-Lipschitz; where pre + error < 0 both the float and the exact unit are off
-        act_error = torch.where(pre.double() + pre_error < 0, 0.0, pre_error)
-        act = torch.relu(pre)
-        delta_error = self.second.bound(act, act_error, residual=X.index_select(0, self.writes))
-        X.index_add_(0, self.writes, self.second(act))
+        residual = X.index_select(0, self.writes).double().abs()
+        delta = self.linear(x)
+        delta_error = torch.zeros_like(residual)
+        if self.first is not None:
+            pre = self.first(x)
+            pre_error = self.first.bound(x, e)
+            # ReLU is exact and 1-Lipschitz; where pre + error < 0 both the float and the exact unit are off
+            act_error = torch.where(pre.double() + pre_error < 0, 0.0, pre_error)
+            part = self.second(torch.relu(pre))
+            delta_error = self.second.bound(torch.relu(pre), act_error)
+            residual = residual + part.double().abs()
+            delta = delta + part
+        delta_error = delta_error + self.linear.bound(x, e, residual=residual, residual_terms=2)
+        X.index_add_(0, self.writes, delta)
         E.index_add_(0, self.writes, delta_error)
         return X, E, None
 

@@ -69,28 +69,31 @@ class FeedForward:
         return pairs
 
     @cached_property
-    def _maps(self) -> tuple[QMatrix | None, QMatrix | None, QMatrix | None]:
-        """On the read coordinates (plus a ones row): the ReLU units' pre-activations, their output
-        map onto the written coordinates (with b2), and the affine map of the identity pairs."""
+    def decomposition(self) -> tuple[list[int], Matrix, list[Fraction]]:
+        """``(relu, linear, offset)``: on the written coordinates the block adds
+        ``w2[:, relu] ReLU(w1[relu] x + b1[relu]) + linear x + offset``, where ``linear`` (over all
+        coordinates) and ``offset`` collect the identity pairs and ``b2``; exact for every x."""
         paired = {u for pair in self.identity_pairs for u in pair}
-        relu = [u for u in range(self.hidden) if u not in paired]
-        col = {c: k for k, c in enumerate(self.reads)}
-        row = {r: k for k, r in enumerate(self.writes)}
-        zero = Fraction(0)
-        linear = [[zero] * (len(self.reads) + 1) for _ in self.writes]
+        linear = [[Fraction(0)] * len(self.w1[0]) for _ in self.writes]
+        offset = [self.b2[r] for r in self.writes]
         for u, _ in self.identity_pairs:
-            for r, k in row.items():
+            for k, r in enumerate(self.writes):
                 a = self.w2[r][u]
                 if a:
-                    for c, x in enumerate(self.w1[u]):
-                        if x:
-                            linear[k][col[c]] += a * x
-                    linear[k][-1] += a * self.b1[u]
-        for r, k in row.items():
-            linear[k][-1] += self.b2[r]
+                    for c in self.reads:
+                        if self.w1[u][c]:
+                            linear[k][c] += a * self.w1[u][c]
+                    offset[k] += a * self.b1[u]
+        return [u for u in range(self.hidden) if u not in paired], linear, offset
+
+    @cached_property
+    def _maps(self) -> tuple[QMatrix | None, QMatrix | None, QMatrix]:
+        """``decomposition`` on the read coordinates (plus a ones row) as integer matrices."""
+        relu, linear, offset = self.decomposition
         first = QMatrix.from_rows([[self.w1[u][j] for j in self.reads] + [self.b1[u]] for u in relu]) if relu else None
-        second = QMatrix.from_rows([[self.w2[r][u] for u in relu] + [zero] for r in self.writes]) if relu else None
-        return first, second, QMatrix.from_rows(linear, ncols=len(self.reads) + 1)
+        second = QMatrix.from_rows([[self.w2[r][u] for u in relu] + [Fraction(0)] for r in self.writes]) if relu else None
+        return first, second, QMatrix.from_rows([[row[c] for c in self.reads] + [b] for row, b in zip(linear, offset)],
+                                                ncols=len(self.reads) + 1)
 
     def update(self, state: "State") -> None:
         first, second, linear = self._maps
