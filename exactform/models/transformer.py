@@ -52,6 +52,14 @@ class FeedForward:
         return _nonzero_rows(self.w2, self.b2)
 
     @cached_property
+    def compact(self) -> tuple[QMatrix, QMatrix]:
+        """The block as written, on its read coordinates (plus a ones row): ``[w1 | b1]`` and
+        ``[w2 | b2]`` on the written rows (what the prover resolves ReLU by ReLU)."""
+        first = QMatrix.from_rows([[row[j] for j in self.reads] + [b] for row, b in zip(self.w1, self.b1)])
+        second = QMatrix.from_rows([self.w2[i] + [self.b2[i]] for i in self.writes], ncols=self.hidden + 1)
+        return first, second
+
+    @cached_property
     def identity_pairs(self) -> list[tuple[int, int]]:
         """Hidden units ``(u, p)`` with ``w1[p] = −w1[u]``, ``b1[p] = −b1[u]``, ``w2[:,p] = −w2[:,u]``:
         since ``ReLU(v) − ReLU(−v) = v`` for every v, such a pair adds the affine map

@@ -149,8 +149,8 @@ def analyse(net: MaxoutNet, tf: Transformer) -> Analysis:
 def _feedforward(result: Analysis, block: int, ff: FeedForward, forms: list[QMatrix], box: list[Interval],
                  pieces_block: bool = False) -> list[QMatrix] | None:
     """Resolve every ReLU per token (fixed phase or identity pair) and compose the affine map.
-    Uses the block's compact maps (read columns, written rows) that exact evaluation uses."""
-    first, second = ff._maps
+    Uses the block's compact maps (read columns, written rows), every ReLU as written."""
+    first, second = ff.compact
     size = forms[0].shape[0]
     gather = _selection(len(ff.reads) + 1, size, list(enumerate(ff.reads + [size - 1]))).num
     scatter = _selection(size, len(ff.writes), [(r, k) for k, r in enumerate(ff.writes)]).num
