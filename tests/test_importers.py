@@ -155,3 +155,31 @@ def test_cli_import_domain_shapes(tmp_path):
     assert r.returncode == 2 and "5 input(s)" in r.stderr
     with pytest.raises(InputError):
         import_network(str(tmp_path / "missing.onnx"), UNIT)
+
+
+def test_onnx_max_of_affine_maps_is_a_maxout_layer(tmp_path):
+    """``Max(Gemm(x), Gemm(x), c)`` imports as one layer of rank-3 units, equal to onnxruntime."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    A, B = (rng.standard_normal((2, 3)).astype(np.float32) for _ in range(2))
+    c = rng.standard_normal(3).astype(np.float32)
+    R = rng.standard_normal((3, 1)).astype(np.float32)
+    inits = [numpy_helper.from_array(v, n) for v, n in ((A, "A"), (B, "B"), (c, "c"), (R, "R"))]
+    nodes = [helper.make_node("MatMul", ["x", "A"], ["a"], name="piece_a"),
+             helper.make_node("MatMul", ["x", "B"], ["b"], name="piece_b"),
+             helper.make_node("Max", ["a", "b", "c"], ["h"], name="maxout"),
+             helper.make_node("MatMul", ["h", "R"], ["y"], name="readout")]
+    graph = helper.make_graph(nodes, "maxout", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1])], inits)
+    path = tmp_path / "maxout.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    net = import_network(str(path), [(Fraction(-2), Fraction(2))])
+    assert net.widths == [2, 3] and net.layers[0].ranks == [3, 3, 3]
+    pts = random_points(200, 2, seed=4)
+    pts = [[4 * v for v in p] for p in pts]
+    exact = net.evaluate_batch(pts)
+    x = np.array([[float(v) for v in p] for p in pts], dtype=np.float32)
+    y = ort.InferenceSession(str(path)).run(None, {"x": x})[0]
+    assert max(abs(Fraction(float(f)) - e[0]) for f, e in zip(y[:, 0], exact)) < Fraction(1, 10 ** 5)
