@@ -116,3 +116,43 @@ def test_a_dense_float_grid_miscounts_where_the_exact_method_does_not():
     slopes = np.round(np.diff(ys) / np.diff(xs), 9)
     float_regions = 1 + int(np.sum(slopes[1:] != slopes[:-1]))
     assert float_regions == 1
+
+
+def random_relu_net(box, width, seed):
+    rng = np.random.default_rng(seed)
+    hidden = [([F(int(a), 4) for a in rng.integers(-4, 5, box.dim)], F(int(rng.integers(-3, 4)), 4)) for _ in range(width)]
+    return relu_net(box, hidden, [F(int(a)) for a in rng.integers(-3, 4, width)])
+
+
+SPLIT_NETS = {
+    "tent": tent(5),
+    "relu-1d": random_relu_net(Box((-ONE,), (ONE,)), 8, 3),
+    "narrow-tent": expression_net("Max(x - 1/300, 0) - 2*Max(x - 2/300, 0) + Max(x - 3/300, 0)", Box((-ONE,), (ONE,))).net,
+    "abs-2d": expression_net("Abs(x) + Abs(y)", SQUARE).net,
+    "relu-2d": random_relu_net(SQUARE, 8, 11),
+    "max-abs-2d": expression_net("Max(x, 2*y) - Abs(x - y)/3", SQUARE).net,
+    "region-rich": region_rich_net(1, 2, 2, 9),
+    "transformer-2d": compile_maxout(expression_net("Min(Abs(x), y + 1/2)", SQUARE).net),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPLIT_NETS))
+def test_counts_do_not_depend_on_the_split(name):
+    # the merge inside each sub-box plus the join across sub-box facets is the whole merge
+    net = SPLIT_NETS[name]
+    counts = {parts: count_regions(net, parts=parts).to_json() for parts in (1, 2, 3, 4)}
+    assert len({str(c) for c in counts.values()}) == 1, counts
+
+
+def test_lp_counts_do_not_depend_on_the_split():
+    net = expression_net("Abs(x) + Max(y, 2*z - 1/3) - Abs(x - y)", Box((-ONE,) * 3, (ONE,) * 3)).net
+    counts = [count_regions(net, parts=parts).to_json() for parts in (1, 2)]
+    assert counts[0] == counts[1]
+
+
+def test_counts_on_worker_processes_match_serial():
+    from exactform.executor import LocalProcesses
+    with LocalProcesses(2) as executor:
+        for name in ("relu-1d", "relu-2d", "region-rich"):
+            net = SPLIT_NETS[name]
+            assert count_regions(net, parts=3, executor=executor).to_json() == count_regions(net).to_json()

@@ -11,12 +11,15 @@ stage by stage (``prove.cells``), so every final cell carries the exact affine m
 - A *linear region* is a connected component of the interior of ``{x : f = A on a neighbourhood}``
   for one affine map A: cells with equal output maps are merged when they share a facet.
 
-Both counts are counted from the cells, never computed from a formula.  Enumeration of a sub-box
-is a pure, deterministic function of (model, box, method); ``count_regions`` merges sub-boxes
-across their shared facets, so any split of the domain gives the same counts.
+Both counts are counted from the cells, never computed from a formula.  Enumeration of a sub-box,
+and the merge of its cells within it, is a pure, deterministic function of (model, box, method)
+(``merged_cells_in_box``); ``count_regions`` then joins the sub-boxes' local regions across their
+shared facets (``merge_boxes``, on boundary cells only), so any split of the domain gives the same
+counts.
 """
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -255,6 +258,15 @@ def adjacent_pairs(pieces: list[Piece], wanted) -> set[tuple[int, int]]:
     return {p for p in _polytope_candidates(pieces, wanted) if _share_facet(pieces[p[0]].cell, pieces[p[1]].cell)}
 
 
+def _line_key(a, b, c) -> tuple[int, int, int]:
+    """The line ``a·x + b·y + c = 0`` (``fmpq``, (a, b) ≠ 0) as coprime integers whose first
+    non-zero one is positive: equal keys exactly for equal lines, whatever the orientation."""
+    den = math.lcm(int(a.q), int(b.q), int(c.q))
+    ints = [int(v.p) * (den // int(v.q)) for v in (a, b, c)]
+    g = math.gcd(*ints) * (1 if (ints[0] or ints[1]) > 0 else -1)
+    return tuple(v // g for v in ints)
+
+
 def _polygon_pairs(pieces) -> set[tuple[int, int]]:
     lines: dict[tuple, list] = {}
     for n, piece in enumerate(pieces):
@@ -264,8 +276,7 @@ def _polygon_pairs(pieces) -> set[tuple[int, int]]:
             if (x1, y1) == (x2, y2):
                 continue
             a, b = y2 - y1, x1 - x2
-            lead = a if a else b            # the line's equation scaled so its key ignores orientation
-            key = (a / lead, b / lead, -(a * x1 + b * y1) / lead)
+            key = _line_key(a, b, -(a * x1 + b * y1))
             t1, t2 = (x1, x2) if x1 != x2 else (y1, y2)
             lines.setdefault(key, []).append((min(t1, t2), max(t1, t2), n))
     pairs = set()
@@ -310,7 +321,8 @@ def _share_facet(P: Polytope, Q: Polytope) -> bool:
     return False
 
 
-def components(n: int, pairs) -> int:
+def component_labels(n: int, pairs) -> list[int]:
+    """Labels ``0..k-1`` of the ``n`` nodes, equal exactly for nodes connected by ``pairs``."""
     parent = list(range(n))
 
     def find(i):
@@ -318,13 +330,83 @@ def components(n: int, pairs) -> int:
             parent[i] = parent[parent[i]]
             i = parent[i]
         return i
-    count = n
     for i, j in pairs:
-        a, b = find(i), find(j)
-        if a != b:
-            parent[a] = b
-            count -= 1
-    return count
+        parent[find(i)] = find(j)
+    dense: dict[int, int] = {}
+    return [dense.setdefault(find(i), len(dense)) for i in range(n)]
+
+
+def components(n: int, pairs) -> int:
+    """The number of connected components of ``n`` nodes joined by ``pairs``."""
+    return len(set(component_labels(n, pairs)))
+
+
+def related(p: Piece, q: Piece) -> bool:
+    """Only pieces with equal output maps or equal patterns are ever merged."""
+    return p.output == q.output or p.pattern == q.pattern
+
+
+def by_relation(pieces, pairs) -> tuple[list, list]:
+    """``pairs`` split into those with equal output maps and those with equal activation patterns."""
+    return ([(i, j) for i, j in pairs if pieces[i].output == pieces[j].output],
+            [(i, j) for i, j in pairs if pieces[i].pattern == pieces[j].pattern])
+
+
+def on_boundary(cell, box: Box) -> bool:
+    """Necessary for ``cell`` (inside ``box``) to share a facet with a cell outside ``box``: it
+    reaches a face of ``box`` along an edge (2-D) or at all (1-D, and d-D by exact LP)."""
+    lo, hi = [rational(v) for v in box.lower], [rational(v) for v in box.upper]
+    if isinstance(cell, Interval):
+        return cell.lo == lo[0] or cell.hi == hi[0]
+    if isinstance(cell, Polygon):
+        vs = cell.vertices
+        return any(u[k] == v[k] and v[k] in (lo[k], hi[k])
+                   for u, v in zip(vs, vs[1:] + vs[:1]) for k in (0, 1))
+    extremes = [cell._extremes(g) for g in coordinate_maps(box.dim)]
+    return any(a == lo[k] or b == hi[k] for k, (a, b) in enumerate(extremes))
+
+
+@dataclass(frozen=True)
+class BoxCells:
+    """The cells of one sub-box, merged within it: cell n lies in local linear region
+    ``maps[n]`` (of ``0..regions-1``) and local activation region ``patterns[n]`` (of
+    ``0..activation_regions-1``); ``boundary`` lists every cell that may share a facet with a
+    cell of another sub-box (``on_boundary``)."""
+    pieces: list
+    maps: list
+    patterns: list
+    regions: int
+    activation_regions: int
+    boundary: list
+
+
+def merged_cells_in_box(model, box: Box, method: str | None = None, max_cells: int | None = None,
+                        progress=None) -> BoxCells:
+    """``cells_in_box`` with the merge inside ``box`` done too (a pure, deterministic function)."""
+    pieces = cells_in_box(model, box, method, max_cells, progress)
+    pairs = adjacent_pairs(pieces, lambda i, j: related(pieces[i], pieces[j]))
+    same_map, same_pattern = by_relation(pieces, pairs)
+    maps, patterns = component_labels(len(pieces), same_map), component_labels(len(pieces), same_pattern)
+    boundary = [n for n, p in enumerate(pieces) if on_boundary(p.cell, box)]
+    return BoxCells(pieces, maps, patterns, max(maps, default=-1) + 1, max(patterns, default=-1) + 1, boundary)
+
+
+def merge_boxes(found: list[BoxCells]) -> tuple[int, int]:
+    """(regions, activation regions) of the whole box: the sub-boxes' local regions, joined
+    across pairs of boundary cells of different sub-boxes that share a facet."""
+    cells, box_of, map_node, pattern_node = [], [], [], []
+    map_base = pattern_base = 0
+    for b, f in enumerate(found):
+        for n in f.boundary:
+            cells.append(f.pieces[n])
+            box_of.append(b)
+            map_node.append(map_base + f.maps[n])
+            pattern_node.append(pattern_base + f.patterns[n])
+        map_base, pattern_base = map_base + f.regions, pattern_base + f.activation_regions
+    pairs = adjacent_pairs(cells, lambda i, j: box_of[i] != box_of[j] and related(cells[i], cells[j]))
+    same_map, same_pattern = by_relation(cells, pairs)
+    return (components(map_base, [(map_node[i], map_node[j]) for i, j in same_map]),
+            components(pattern_base, [(pattern_node[i], pattern_node[j]) for i, j in same_pattern]))
 
 
 # --- the count -----------------------------------------------------------------------------------
@@ -366,15 +448,11 @@ def count_regions(model, method: str | None = None, max_regions: int | None = No
         raise ValueError(f"method {method!r} does not apply to input dimension {model.input_dim}")
     subs = split_box(model.domain, parts)
     if executor is None:
-        found = [cells_in_box(model, sub, method, max_regions, progress) for sub in subs]
+        found = [merged_cells_in_box(model, sub, method, max_regions, progress) for sub in subs]
     else:
-        found = executor.map(partial(cells_in_box, model, method=method, max_cells=max_regions), subs)
-    pieces = [p for cells in found for p in cells]
-    same_map = lambda i, j: pieces[i].output == pieces[j].output       # noqa: E731
-    same_pattern = lambda i, j: pieces[i].pattern == pieces[j].pattern  # noqa: E731
-    pairs = adjacent_pairs(pieces, lambda i, j: same_map(i, j) or same_pattern(i, j))
-    regions = components(len(pieces), [p for p in pairs if same_map(*p)])
-    activation = components(len(pieces), [p for p in pairs if same_pattern(*p)])
+        found = executor.map(partial(merged_cells_in_box, model, method=method, max_cells=max_regions), subs)
+    regions, activation = merge_boxes(found)
+    pieces = [p for f in found for p in f.pieces]
     if max_regions is not None and activation > max_regions:
         raise RegionLimit(f"{activation} activation regions exceed {max_regions}; raise --max-regions to count them all")
     return RegionCount(regions, activation, METHODS[method], pieces)
