@@ -121,12 +121,9 @@ class MaxoutNet:
         acts = [points]
         for layer in self.layers:
             z = layer.stacked @ acts[-1]
-            rows = z.num.tolist()
-            off = layer.offsets
-            cols = z.shape[1]
-            h = [[max(col) for col in zip(*rows[off[i]:off[i + 1]])] for i in range(layer.units)]
-            h.append([z.den] * cols)
-            acts.append(QMatrix(flint.fmpz_mat(h), z.den).reduced())
+            flat, B, off = z.num.entries(), z.shape[1], layer.offsets     # entry (r, c) at r·B + c
+            h = [max(flat[off[i] * B + c:off[i + 1] * B:B]) for i in range(layer.units) for c in range(B)]
+            acts.append(QMatrix(flint.fmpz_mat(layer.units + 1, B, h + [z.den] * B), z.den).reduced())
         return acts
 
     def evaluate_batch(self, points: list[list[Fraction]]) -> list[list[Fraction]]:
