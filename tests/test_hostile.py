@@ -327,7 +327,6 @@ def test_nnet_huge_exponent_is_refused_not_hung(tmp_path):
 
 def _onnx_bytes() -> bytes:
     import numpy as np
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
     w = numpy_helper.from_array(np.array([[1.0, -2.0], [0.5, 0.25]], dtype=np.float32), "W")
     b = numpy_helper.from_array(np.array([0.125, -1.0], dtype=np.float32), "B")

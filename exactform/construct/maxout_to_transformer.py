@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..models import Attention, Box, FeedForward, Head, MaxoutNet, Transformer
+from ..models import Attention, FeedForward, Head, MaxoutNet, Transformer
 from ..numbers import bit_size
 from ..prove.bounds import magnitude, maxout_bounds
 

@@ -6,7 +6,7 @@ one integer matrix product per layer, then integer maxima (all pieces share the 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 
