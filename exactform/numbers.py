@@ -120,6 +120,14 @@ def _describe(value: object) -> str:
     return f"{type(value).__name__} {value!r}"[:80]
 
 
+def selection(rows: int, cols: int, ones) -> flint.fmpz_mat:
+    """The 0/1 integer matrix with a 1 at each ``(row, column)`` of ``ones`` (gathers, scatters)."""
+    m = flint.fmpz_mat(rows, cols)
+    for r, c in ones:
+        m[r, c] = 1
+    return m
+
+
 class QMatrix:
     """An exact rational matrix ``num / den``: integer ``fmpz_mat`` over one common ``den > 0``.
 

@@ -23,9 +23,10 @@ def run(args) -> int:
     if not isinstance(net, MaxoutNet):
         raise InputError(args.net, "format", "compile takes a Maxout network")
     start = time.perf_counter()
-    tf = compile_maxout(net)
+    shifts = shift_constants(net)
+    tf = compile_maxout(net, shifts)
     seconds = time.perf_counter() - start
-    predicted, measured = predicted_sizes(net, shift_constants(net)), measured_sizes(tf)
+    predicted, measured = predicted_sizes(net, shifts), measured_sizes(tf)
     write_json(args.output, tf.to_json())
     report = {"source": source_sizes(net), "transformer": measured, "formula_matches": predicted == measured}
     if args.json:

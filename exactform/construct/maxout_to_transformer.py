@@ -85,7 +85,8 @@ def shift_constants(net: MaxoutNet, margin: Fraction = Fraction(2)) -> list[list
 def compile_maxout(net: MaxoutNet, shifts: list[list[list[Fraction]]] | None = None) -> Transformer:
     """The hardmax Transformer of DESIGN §2 computing ``net`` exactly on ``net.domain``.
 
-    ``shifts`` overrides the constants ``R_ij`` (tests use it to build deliberately wrong ones).
+    ``shifts``: the constants ``R_ij`` if already computed (default ``shift_constants(net)``);
+    tests pass deliberately wrong ones.
     """
     T, widths = net.max_rank, net.widths
     lay = Layout(T, max(widths))

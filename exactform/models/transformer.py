@@ -15,7 +15,7 @@ from functools import cached_property, lru_cache
 import flint
 
 from ..formats import Reader, check_format, encode_matrix, encode_vector, sha256
-from ..numbers import QMatrix, format_rational, to_sympy
+from ..numbers import QMatrix, format_rational, selection, to_sympy
 from .box import Box
 
 Matrix = list[list[Fraction]]
@@ -230,16 +230,13 @@ class State:
 @lru_cache(maxsize=4096)
 def _scatter(indices: tuple[int, ...], size: int) -> flint.fmpz_mat:
     """The 0/1 matrix putting ``len(indices)`` rows at rows ``indices`` of ``size``."""
-    return _selection(indices, size).transpose()
+    return selection(size, len(indices), ((r, k) for k, r in enumerate(indices)))
 
 
 @lru_cache(maxsize=4096)
 def _selection(indices: tuple[int, ...], size: int) -> flint.fmpz_mat:
     """The 0/1 matrix picking rows ``indices`` out of ``size``."""
-    m = flint.fmpz_mat(len(indices), size)
-    for r, c in enumerate(indices):
-        m[r, c] = 1
-    return m
+    return selection(len(indices), size, enumerate(indices))
 
 
 @dataclass(frozen=True, eq=False)
@@ -317,7 +314,7 @@ class Transformer:
             return []
         state = self.residual_batch(points)
         cols = [p * self.tokens + self.readout_token for p in range(len(points))]
-        picked = QMatrix(state.x.num * _selection(tuple(cols), state.columns).transpose(), state.x.den)
+        picked = QMatrix(state.x.num * _scatter(tuple(cols), state.columns), state.x.den)
         return (self._io_maps[1] @ picked).reduced().columns()
 
     @cached_property

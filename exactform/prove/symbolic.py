@@ -31,7 +31,7 @@ import flint
 import sympy
 
 from ..models import Attention, FeedForward, MaxoutNet, Transformer
-from ..numbers import QMatrix
+from ..numbers import QMatrix, selection
 from .bounds import BlockBounds, Interval, affine_intervals, box_of, maxout_bounds
 
 Phase = str | int
@@ -94,10 +94,7 @@ def _homogeneous(rows: list[list[Fraction]], bias: list[Fraction], zero_last: bo
 
 
 def _selection(rows: int, cols: int, pairs) -> QMatrix:
-    m = flint.fmpz_mat(rows, cols)
-    for r, c in pairs:
-        m[r, c] = 1
-    return QMatrix(m)
+    return QMatrix(selection(rows, cols, pairs))
 
 
 def analyse(net: MaxoutNet, tf: Transformer) -> Analysis:
@@ -152,8 +149,8 @@ def _feedforward(result: Analysis, block: int, ff: FeedForward, forms: list[QMat
     Uses the block's compact maps (read columns, written rows), every ReLU as written."""
     first, second = ff.compact
     size = forms[0].shape[0]
-    gather = _selection(len(ff.reads) + 1, size, list(enumerate(ff.reads + [size - 1]))).num
-    scatter = _selection(size, len(ff.writes), [(r, k) for k, r in enumerate(ff.writes)]).num
+    gather = selection(len(ff.reads) + 1, size, enumerate(ff.reads + [size - 1]))
+    scatter = selection(size, len(ff.writes), ((r, k) for k, r in enumerate(ff.writes)))
     columns = [tuple(c) for c in zip(*second.int_rows())]
     phases, pres, out, rows_by_token = [], [], [], []
     for t, f in enumerate(forms):
