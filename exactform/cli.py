@@ -1,13 +1,14 @@
-"""The ``exactform`` command (DESIGN §5).  Exit codes: 0 proved/done, 1 refuted or a failed
-check (or stopped by ``--timeout``), 2 bad input or usage.  Bad input is reported as one line,
-never as a traceback.
+"""The ``exactform`` command.  Exit codes: 0 proved/done, 1 refuted or a failed check (or stopped
+by ``--timeout``), 2 bad input or usage, 141 when the reader of stdout closed it (``| head``).
+Bad input is reported as one line, never as a traceback.
 
-``exactform --timeout SECONDS COMMAND ...`` (or ``COMMAND ... --timeout SECONDS`` for commands
-that have no ``--timeout`` of their own; ``prove --timeout`` is its per-script limit) stops any
-command after that many seconds with one line and exit 1.  Files are written atomically
-(``formats.write_text``), so a stopped command leaves no half-written file.  The stop is a
-``SIGALRM`` that takes effect between Python bytecodes; a watchdog thread ends the process
-``GRACE`` seconds later if a call into native code (a solver, a worker pool) holds on past it.
+Only the standard library is imported here; a command imports only its own module
+(``commands/<name>.py``), so ``exactform check`` loads the checker and not the prover.
+
+``exactform --timeout SECONDS COMMAND ...`` (or ``COMMAND ... --timeout SECONDS``) stops any
+command after that many seconds with one line and exit 1.  Files are written atomically, so a
+stopped command leaves no half-written file.  The stop is a ``SIGALRM`` seen between Python
+bytecodes; a watchdog ends the process ``GRACE`` seconds later if native code holds on past it.
 """
 from __future__ import annotations
 
@@ -19,11 +20,7 @@ import signal
 import sys
 import threading
 
-from . import commands
-from . import formats
-from .formats import InputError
-
-GRACE = 10.0
+GRACE = 1.0
 """Seconds a native call may overrun ``--timeout`` before the watchdog ends the process."""
 
 VALUE_OPTIONS = ("--domain", "--eps", "--lambda")
@@ -38,6 +35,7 @@ class Stopped(BaseException):
 
 def command_modules() -> list[str]:
     """Every module under ``exactform.commands`` is a sub-command with ``add_parser`` and ``run``."""
+    from . import commands
     return sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
 
 
@@ -51,13 +49,32 @@ def _timeout_seconds(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _requested(argv: list[str]) -> str | None:
+    """The module of the command named in ``argv`` (``certify-all`` → ``certify_all``), if one of
+    that name exists; else None (then every command is loaded, e.g. for ``--help``)."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--timeout":
+            i += 2
+            continue
+        if arg.startswith("-"):
+            i += 1
+            continue
+        name = arg.replace("-", "_")
+        return name if name in command_modules() else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    from . import __version__
     parser = argparse.ArgumentParser(prog="exactform", description="Exact Transformer constructions of "
                                      "Maxout networks, with proofs and certificates.")
+    parser.add_argument("--version", action="version", version=f"exactform {__version__}")
     parser.add_argument("--timeout", dest="global_timeout", type=_timeout_seconds, metavar="SECONDS",
                         help="stop the command after SECONDS (exit 1, nothing half-written)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in command_modules():
+    for name in [only] if only else command_modules():
         module = importlib.import_module(f".commands.{name}", __package__)
         p = module.add_parser(sub)
         p.set_defaults(run=module.run)
@@ -85,21 +102,30 @@ def normalise_argv(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .errors import InputError
     argv = normalise_argv(list(sys.argv[1:] if argv is None else argv))
-    args = build_parser().parse_args(argv)
+    sys.set_int_max_str_digits(0)      # every reader bounds its digits itself; results may be longer
+    args = build_parser(_requested(argv)).parse_args(argv)
     seconds = getattr(args, "global_timeout", None)
-    formats.WRITTEN.clear()
+    written = getattr(sys.modules.get(f"{__package__}.formats"), "WRITTEN", [])
+    written.clear()
     try:
         with _deadline(seconds):
-            return args.run(args)
+            code = args.run(args)
+            sys.stdout.flush()
+            return code
     except Stopped:
-        done = sorted(set(formats.WRITTEN))
+        done = sorted(set(getattr(sys.modules.get(f"{__package__}.formats"), "WRITTEN", [])))
         what = f"wrote only {', '.join(done)} before it" if done else "nothing written"
         print(f"exactform: stopped after {seconds:g} s (--timeout): {what}", file=sys.stderr)
         return 1
     except InputError as e:
         print(f"exactform: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:            # the reader closed stdout (`| head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         print("exactform: interrupted", file=sys.stderr)
         return 130
@@ -117,6 +143,7 @@ class _deadline:
         if self.seconds is None:
             return self
         if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+            from .errors import InputError
             raise InputError("--timeout", "", "needs the main thread of a POSIX process")
 
         def alarm(signum, frame):

@@ -15,16 +15,8 @@ import tempfile
 from fractions import Fraction
 from pathlib import Path
 
+from .errors import InputError as InputError   # re-exported: commands raise formats.InputError
 from .numbers import RationalSyntaxError, format_rational, parse_rational
-
-
-class InputError(Exception):
-    """Bad input: a one-line message with file, field path and index."""
-
-    def __init__(self, source: str, path: str, message: str):
-        self.source, self.path, self.message = source, path, message
-        where = f"{source}: {path}" if path else source
-        super().__init__(f"{where}: {message}")
 
 
 class Reader:
@@ -114,10 +106,19 @@ _parse_cached = functools.lru_cache(maxsize=1 << 16)(parse_rational)
 """``parse_rational`` memoised (Fractions are immutable, so sharing them is safe)."""
 
 
+MAX_FILE_BYTES = 64 * 2**20
+"""Largest JSON file read (a certificate of an ACAS Xu network is about 3 MB)."""
+
+
 def load_json(path: str | os.PathLike) -> Reader:
     """Parse a JSON file; JSON floats, NaN and Infinity are rejected at parse time."""
     source = str(path)
     try:
+        if Path(path).exists() and not Path(path).is_file():
+            raise InputError(source, "", f"{_file_kind(Path(path))}, not a regular file")
+        if Path(path).stat().st_size > MAX_FILE_BYTES:
+            raise InputError(source, "", f"{Path(path).stat().st_size:,} bytes; the documented limit is "
+                             f"{MAX_FILE_BYTES:,}")
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(source, "", f"cannot read: {e.strerror if isinstance(e, OSError) else e}") from None
@@ -192,8 +193,9 @@ WRITTEN: list[str] = []
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:
-    """Write to a temporary file in the same folder, then rename it over ``path`` (atomic)."""
-    target = Path(path)
+    """Write to a temporary file in the same folder, then rename it over ``path`` (atomic).
+    Only a regular file is ever replaced (``output_file``)."""
+    target = output_file(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -210,3 +212,37 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def output_file(path: str | os.PathLike, option: str = "") -> Path:
+    """``path`` as a place for a new or replaced regular file, checked before any work: not empty,
+    its folder exists, and it is not a folder, device, FIFO or socket (``InputError`` otherwise)."""
+    name = option or str(path)
+    if not str(path):
+        raise InputError(name, "", "empty path")
+    target = Path(path)
+    if target.exists() and not target.is_file():
+        raise InputError(name, "", f"{path} is {_file_kind(target)}, not a regular file")
+    if not target.resolve().parent.is_dir():
+        raise InputError(name, "", f"{path}: no folder {target.parent}")
+    return target
+
+
+def output_folder(path: str | os.PathLike, option: str = "") -> Path:
+    """``path`` as a folder to write into (created later if missing), checked before any work."""
+    name = option or str(path)
+    if not str(path):
+        raise InputError(name, "", "empty path")
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise InputError(name, "", f"{path} is {_file_kind(target)}, not a folder")
+    return target
+
+
+def _file_kind(path: Path) -> str:
+    for test, kind in ((Path.is_dir, "a folder"), (Path.is_file, "a file"), (Path.is_fifo, "a FIFO"),
+                       (Path.is_char_device, "a device"), (Path.is_block_device, "a device"),
+                       (Path.is_socket, "a socket")):
+        if test(path):
+            return kind
+    return "not a regular file"

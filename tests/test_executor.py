@@ -65,6 +65,9 @@ class Sabotaged:
     def map(self, fn, items):
         return self.inner.map(partial(self.killer, fn), items)
 
+    def as_completed(self, fn, items):
+        return self.inner.as_completed(partial(self.killer, fn), items)
+
     def __enter__(self):
         return self
 

@@ -1,15 +1,12 @@
 """The input domain: a box ``[lower, upper]`` with rational corners."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import product
 
 from ..formats import InputError, Reader, encode_vector
-from ..numbers import RationalSyntaxError, parse_decimal, parse_rational
-
-_DECIMAL = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
+from ..numbers import RationalSyntaxError, parse_number
 
 
 @dataclass(frozen=True)
@@ -53,14 +50,15 @@ class Box:
 
 
 def parse_domain(text: str) -> list[tuple[Fraction, Fraction]]:
-    """``--domain L:U[,L:U...]``: exact rationals (``-7/12``) or decimals (``0.25``, read exactly)."""
+    """``--domain L:U[,L:U...]``, each end a number of ``numbers.parse_number`` (``-7/12``, ``2/4``,
+    ``0.25``, ``1e-3``: read exactly)."""
     pairs = []
     for k, part in enumerate(text.split(",")):
         ends = part.split(":")
         if len(ends) != 2:
             raise InputError("--domain", f"[{k}]", f"expected L:U, got {part[:40]!r}")
         try:
-            lo, hi = (parse_decimal(e) if _DECIMAL.match(e.strip()) else parse_rational(e.strip()) for e in ends)
+            lo, hi = (parse_number(e) for e in ends)
         except RationalSyntaxError as e:
             raise InputError("--domain", f"[{k}]", str(e)) from None
         if lo > hi:

@@ -13,7 +13,7 @@ from functools import cached_property
 import flint
 
 from ..formats import Reader, check_format, encode_matrix, encode_vector, sha256
-from ..numbers import QMatrix, to_fraction, to_sympy
+from ..numbers import QMatrix, exact_point, to_fraction, to_sympy
 from .box import Box
 
 Matrix = list[list[Fraction]]
@@ -133,8 +133,10 @@ class MaxoutNet:
         h = self.hidden_batch(homogeneous(points))[-1]
         return (self._readout @ h).reduced().columns()
 
-    def __call__(self, point: list[Fraction]) -> list[Fraction]:
-        return self.evaluate_batch([point])[0]
+    def __call__(self, point) -> list[Fraction]:
+        """Exact outputs at one point of ints, Fractions or exact decimal strings (``numbers.exact_point``;
+        floats are refused).  No domain check: ``exactform.evaluate`` makes one."""
+        return self.evaluate_batch([exact_point(point, self.input_dim)])[0]
 
     # --- JSON ----------------------------------------------------------------------------------
     def to_json(self) -> dict:

@@ -15,7 +15,7 @@ from functools import cached_property, lru_cache
 import flint
 
 from ..formats import Reader, check_format, encode_matrix, encode_vector, sha256
-from ..numbers import QMatrix, format_rational, selection, to_sympy
+from ..numbers import QMatrix, exact_point, format_rational, selection, to_sympy
 from .box import Box
 
 Matrix = list[list[Fraction]]
@@ -326,8 +326,10 @@ class Transformer:
         readout = QMatrix.from_rows([w + [b] for w, b in zip(self.readout_weight, self.readout_bias)])
         return embed, readout
 
-    def __call__(self, point: list[Fraction]) -> list[Fraction]:
-        return self.evaluate_batch([point])[0]
+    def __call__(self, point) -> list[Fraction]:
+        """Exact outputs at one point of ints, Fractions or exact decimal strings (``numbers.exact_point``;
+        floats are refused).  No domain check: ``exactform.evaluate`` makes one."""
+        return self.evaluate_batch([exact_point(point, self.input_dim)])[0]
 
     # --- JSON ----------------------------------------------------------------------------------
     def to_json(self) -> dict:

@@ -276,3 +276,10 @@ def c5_evidence(net: MaxoutNet, result: DepthBound, eps: Fraction, lemma: LemmaC
 def c5_statement(result: DepthBound, eps: Fraction) -> str:
     return (f"for every x in the domain, max_o |Tf_lambda(x)_o - M(x)_o| <= evidence.bound <= eps = {eps} "
             f"(softmax attention, lambda = {result.lam}, token-shift construction)")
+
+
+def c5_certificate(net: MaxoutNet, tf, result: DepthBound, eps: Fraction, lemma: LemmaCheck) -> dict:
+    """The ``exactform/certificate@1`` document with claim C5 for the softmax Transformer ``tf``."""
+    return {"format": "exactform/certificate@1", "maxout": net.to_json(), "transformer": tf.to_json(),
+            "claims": [{"id": "C5", "statement": c5_statement(result, eps),
+                        "evidence": c5_evidence(net, result, eps, lemma)}]}

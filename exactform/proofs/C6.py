@@ -12,7 +12,7 @@ import os
 import sys
 from fractions import Fraction as F
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # the folder holding exactform/
 
 from exactform.construct.convex_approx import tangent_plane_net  # noqa: E402
 from exactform.construct.cpwl import breakpoints_net, dc_net, expression_net, triangulation_net  # noqa: E402

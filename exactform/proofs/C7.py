@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # the folder holding exactform/
 
 from exactform.construct.maxout_to_transformer import compile_maxout  # noqa: E402
 from exactform.construct.region_rich import folds_fully, region_rich_net, seed_bound  # noqa: E402
