@@ -23,16 +23,22 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..formats import InputError
+    from ..formats import InputError, output_file
     from ..models import load_model
-    from ..prove.regions import NotPiecewiseLinear, Progress, RegionLimit, count_regions, parts_for
+    from ..progress import Stages
+    from ..prove.regions import NotPiecewiseLinear, RegionLimit, count_regions, parts_for
     model = load_model(args.model)
+    if args.plot:
+        output_file(args.plot, "--plot")
+        if model.input_dim > 2:
+            raise InputError("--plot", "", f"plots are drawn for 1-D and 2-D inputs; {args.model} has "
+                             f"{model.input_dim} inputs")
     if getattr(model, "is_hardmax", True) is False:
         raise InputError(args.model, "attention", "softmax attention is not piecewise linear; "
                          "regions are counted for hardmax models")
     if args.max_regions is not None and args.max_regions < 1:
         raise InputError("--max-regions", "", "expected a positive integer")
-    progress = Progress()
+    progress = Stages()
     try:
         with make_executor(args.workers, args.scheduler) as executor:
             parts = 1 if args.plot else parts_for(executor.workers, model.input_dim)   # plots: the cells as drawn serially
@@ -51,8 +57,6 @@ def run(args) -> int:
     progress.close()
     if args.plot:
         from ..prove.region_plot import plot_regions
-        if model.input_dim > 2:
-            raise InputError("--plot", "", "plots are drawn for 1-D and 2-D inputs only")
         plot_regions(result, args.plot)
     if args.json:
         print(json.dumps(result.to_json(), sort_keys=True))
