@@ -131,6 +131,24 @@ def _digits(n: int) -> str:
             sys.set_int_max_str_digits(limit)
 
 
+def outward_decimals(lo: Fraction, hi: Fraction, digits: int) -> tuple[str, str]:
+    """``lo`` rounded down and ``hi`` rounded up to ``digits`` significant decimal digits, so the
+    printed interval still contains ``[lo, hi]`` (``"0.3333"``, ``"1.235E+7"``)."""
+    from decimal import Decimal
+    return tuple(str(Decimal(n).scaleb(k)) for n, k in (_decimal(lo, digits, math.floor), _decimal(hi, digits, math.ceil)))
+
+
+def _decimal(x: Fraction, digits: int, rounding) -> tuple[int, int]:
+    """``(n, k)`` with ``n·10^k`` = x rounded by ``rounding`` to ``digits`` significant digits."""
+    if x == 0:
+        return 0, 0
+    e = len(str(abs(x.numerator))) - len(str(x.denominator))    # floor(log10 |x|), up to one
+    e += 1 if Fraction(10) ** (e + 1) <= abs(x) else -1 if Fraction(10) ** e > abs(x) else 0
+    k = e - digits + 1
+    scaled = x / Fraction(10) ** k
+    return rounding(scaled), k
+
+
 def from_float(x: float) -> Fraction:
     """The exact dyadic rational equal to a finite binary float (NaN and infinities raise)."""
     if not math.isfinite(x):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..formats import InputError, write_json
+from ..formats import InputError, output_file, write_json
 from ..models import MaxoutNet, load_model
 from ..numbers import RationalSyntaxError, format_rational, parse_number
 
@@ -39,6 +39,9 @@ def run(args) -> int:
     from ..prove.softmax import c5_certificate, depth_bound, log_lemma, scale_threshold, short_scale
     from ..points import check_domain, read_points
 
+    output_file(args.output, "-o")
+    if args.cert:
+        output_file(args.cert, "--cert")
     net = load_model(args.net)
     if not isinstance(net, MaxoutNet):
         raise InputError(args.net, "format", "softmax takes a Maxout network")
