@@ -26,7 +26,8 @@ Domain = Sequence[tuple[Number, Number]]
 """``[(lower, upper), ...]``: one pair per input, or one pair for every input."""
 PathLike = Union[str, "os.PathLike[str]"]
 
-CERTIFICATE = "exactform/certificate@1"
+CERTIFICATE = "exactform/certificate@"
+"""The prefix of the certificate formats (``exactform.checker.FORMAT`` is the current one)."""
 
 
 class NotProved(Exception):
@@ -39,11 +40,11 @@ class NotProved(Exception):
 
 def load(path: PathLike) -> MaxoutNet | Transformer | dict[str, Any]:
     """A model (``exactform/maxout@1``, ``exactform/transformer@1``) or a certificate
-    (``exactform/certificate@1``, returned as its dict), read strictly."""
+    (``exactform/certificate@2``, returned as its dict; ``check`` verifies it), read strictly."""
     from .formats import load_json
     from .models import load_model
     doc = load_json(path)
-    if isinstance(doc.value, dict) and doc.value.get("format") == CERTIFICATE:
+    if _is_certificate(doc.value):
         return doc.value
     return load_model(path)
 
@@ -54,7 +55,7 @@ def save(obj: MaxoutNet | Transformer | dict[str, Any], path: PathLike) -> None:
     output_file(path)
     if isinstance(obj, (MaxoutNet, Transformer)):
         write_json(path, obj.to_json())
-    elif isinstance(obj, dict) and obj.get("format") == CERTIFICATE:
+    elif _is_certificate(obj):
         write_json(path, obj)
     else:
         raise TypeError(f"expected a MaxoutNet, a Transformer or a certificate dict, got {type(obj).__name__}")
@@ -73,7 +74,8 @@ def compile(net: MaxoutNet) -> Transformer:
 
 def certify(net: MaxoutNet, tf: Transformer | None = None, smt: bool = False) -> dict[str, Any]:
     """Prove C1–C4 for ``net`` and ``tf`` (default ``compile(net)``) and return the certificate
-    (a dict in the ``exactform/certificate@1`` format); ``NotProved`` if a claim fails."""
+    (a dict in the ``exactform/certificate@2`` format); ``NotProved`` if a claim fails.  ``smt``:
+    also run the prover's Z3 queries (``check(..., smt=True)`` derives and runs its own)."""
     from .certificate.write import certify as prove
     from .construct.maxout_to_transformer import check_size
     _need(net, MaxoutNet, "certify")
@@ -92,8 +94,8 @@ def certify(net: MaxoutNet, tf: Transformer | None = None, smt: bool = False) ->
 @dataclass(frozen=True)
 class CheckResult:
     """The independent checker's verdict: truthy exactly when every claim holds.
-    ``claims``: ``(claim id, holds, message)`` per claim; ``known``: what the checker knew about
-    the certificate's models (bound to given files, or only to the certificate itself)."""
+    ``claims``: ``(claim id, holds, the checker's statement or why it fails)``; ``known``: what is
+    now known, in words (or why nothing is, or the one-line error for a malformed certificate)."""
     ok: bool
     claims: list[tuple[str, bool, str]]
     known: str
@@ -143,8 +145,9 @@ class SoftmaxResult:
 def softmax(net: MaxoutNet, eps: Number) -> SoftmaxResult:
     """The token-shift Transformer of ``net`` with softmax(λ) attention, λ the least scale whose
     proven bound meets ``eps`` (claim C5); ``NotProved`` if none does."""
+    from .certificate.write import certify_softmax
     from .numbers import RationalSyntaxError, parse_number
-    from .prove.softmax import c5_certificate, depth_bound, log_lemma, scale_threshold, short_scale
+    from .prove.softmax import depth_bound, log_lemma, scale_threshold, short_scale
     _need(net, MaxoutNet, "softmax")
     try:
         eps = parse_number(eps)
@@ -160,7 +163,11 @@ def softmax(net: MaxoutNet, eps: Number) -> SoftmaxResult:
     if not (result.holds and result.bound <= eps and lemma.ok):
         raise NotProved(f"the proven bound {result.bound} does not meet eps = {eps} at λ = {lam}")
     tf = compile(net).with_attention(lam)
-    return SoftmaxResult(tf, lam, result.bound, c5_certificate(net, tf, result, eps, lemma))
+    cert = certify_softmax(net, tf, eps, result.log_tokens)
+    failed = [f"{claim}: {p[0]}" for claim, p in cert.problems.items() if p]
+    if failed:
+        raise NotProved(f"not certified: {failed[0]}", failed)
+    return SoftmaxResult(tf, lam, result.bound, cert.document)
 
 
 def evaluate(model: MaxoutNet | Transformer, points: Iterable[Sequence[Number]],
@@ -191,6 +198,10 @@ def _domain(domain: Domain) -> list[tuple[Fraction, Fraction]]:
     if not pairs:
         raise InputError("domain", "", "expected at least one (lower, upper) pair")
     return pairs
+
+
+def _is_certificate(obj) -> bool:
+    return isinstance(obj, dict) and str(obj.get("format", "")).startswith(CERTIFICATE)
 
 
 def _need(obj, cls, what: str):

@@ -455,7 +455,7 @@ def test_timeout_stops_with_one_line_and_nothing_written(work):
 
 
 def test_domain_with_a_leading_minus_for_every_command(work):
-    from exactform.cli import normalise_argv
+    from exactform.deadline import normalise_argv
     assert normalise_argv(["cpwl", "x", "--domain", "-1:1", "-o", "n.json"]) == ["cpwl", "x", "--domain=-1:1", "-o", "n.json"]
     assert normalise_argv(["softmax", "n", "--eps", "-1/2"]) == ["softmax", "n", "--eps=-1/2"]
     assert normalise_argv(["x", "--", "--domain", "-1"]) == ["x", "--", "--domain", "-1"]

@@ -40,7 +40,7 @@ def test_import_exactform_loads_nothing_heavy():
 
 
 def test_a_command_loads_only_its_own_module():
-    code = ("import sys; from exactform import cli; cli.build_parser(cli._requested(['eval', 'm.json'])); "
+    code = ("import sys; from exactform import deadline; deadline.build_parser(deadline._requested(['eval', 'm.json'])); "
             "print(sorted(m for m in sys.modules if m.startswith('exactform.commands.')))")
     assert shell("-c", code).stdout.strip() == "['exactform.commands.eval']"
     code = "import sys, exactform.cli; print([m for m in sys.modules if m.startswith(('exactform.', 'flint'))])"
@@ -59,7 +59,7 @@ def test_api_load_compile_certify_save(tmp_path):
     tf = exactform.compile(net)
     assert isinstance(tf, exactform.Transformer)
     cert = exactform.certify(net, tf)
-    assert cert["format"] == "exactform/certificate@1" and [c["id"] for c in cert["claims"]] == ["C1", "C2", "C3", "C4"]
+    assert cert["format"] == "exactform/certificate@2" and [c["id"] for c in cert["claims"]] == ["C1", "C2", "C3", "C4"]
     exactform.save(cert, tmp_path / "c.cert.json")
     exactform.save(tf, tmp_path / "tf.json")
     assert exactform.load(tmp_path / "c.cert.json") == cert
@@ -207,13 +207,13 @@ def test_unknown_benchmark_exits_2(capsys):
 
 
 def test_timeout_watchdog_ends_a_native_call():
-    """``sum(range(...))`` is one C call that never sees the alarm: the watchdog ends it."""
-    code = ("from exactform import cli\n"
-            "with cli._deadline(0.2):\n"
+    """``sum(range(...))`` is one C call holding the GIL that never sees the alarm: the guard ends it."""
+    code = ("from exactform import deadline\n"
+            "with deadline._deadline(0.2):\n"
             "    sum(range(10**13))\n")
     done = shell("-c", code)
-    assert done.returncode == 1 and "did not return within" in done.stderr
-    from exactform.cli import GRACE
+    assert done.returncode == -9 and "did not return within" in done.stderr
+    from exactform.deadline import GRACE
     assert GRACE <= 1.0
 
 
@@ -371,13 +371,11 @@ def test_prove_streams_each_script_as_it_finishes(tmp_path, monkeypatch, capsys)
     assert "step one" in out
 
 
-def test_certify_prints_statements_only_when_verbose(tmp_path, capsys):
+def test_certify_is_concise(tmp_path, capsys):
     tf = tmp_path / "tf.json"
     cli(capsys, "compile", EXAMPLES / "abs.json", "-o", tf)
     _, out, _ = cli(capsys, "certify", EXAMPLES / "abs.json", tf, "-o", tmp_path / "c.json")
-    assert out.splitlines()[0] == "C1 proved" and len(out.splitlines()) == 5
-    _, out, _ = cli(capsys, "certify", EXAMPLES / "abs.json", tf, "-o", tmp_path / "c.json", "--verbose")
-    assert out.splitlines()[0].startswith("C1 proved: a hardmax head")
+    assert out.splitlines()[:4] == ["C1 proved", "C2 proved", "C3 proved", "C4 proved"] and len(out.splitlines()) == 5
 
 
 def test_eval_shortens_long_points_and_prints_enclosures_as_decimals(tmp_path, capsys):
@@ -465,6 +463,6 @@ def test_prove_runs_from_an_installed_wheel_outside_the_repository(tmp_path):
     where = subprocess.run([PY, "-c", "import exactform; print(exactform.__file__)"], cwd=elsewhere, env=env,
                            capture_output=True, text=True)
     assert where.stdout.startswith(str(site))
-    done = subprocess.run([PY, "-m", "exactform", "prove", "C4", "--workers", "1"], cwd=elsewhere, env=env,
+    done = subprocess.run([PY, "-m", "exactform", "prove", "C3", "--workers", "1"], cwd=elsewhere, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "1 of 1 claims proved" in done.stdout, done.stdout + done.stderr

@@ -61,7 +61,6 @@ def networks(folder: Path, domain: str | None, only: str | None = None) -> list[
     """``(stem, path, domain)`` for every network of the folder, sorted by stem (``None``: a JSON
     net's own domain)."""
     from ..formats import InputError, load_json
-    from ..models import MaxoutNet
     from ..models.box import parse_domain
     if not folder.is_dir():
         raise InputError(str(folder), "", "not a folder")
@@ -69,7 +68,7 @@ def networks(folder: Path, domain: str | None, only: str | None = None) -> list[
     for path in sorted(folder.iterdir()):
         if path.suffix.lower() not in ((only,) if only else SUFFIXES) or not path.is_file():
             continue
-        if path.suffix.lower() == ".json" and load_json(path).dict().get("format") != MaxoutNet.FORMAT:
+        if path.suffix.lower() == ".json" and not _is_maxout(load_json(path).value):
             continue
         if path.stem in chosen:
             raise InputError(str(path), "", f"same stem as {chosen[path.stem]}: each network needs its own "
@@ -100,6 +99,11 @@ def networks(folder: Path, domain: str | None, only: str | None = None) -> list[
     return out
 
 
+def _is_maxout(doc: object) -> bool:
+    from ..models import MaxoutNet
+    return isinstance(doc, dict) and doc.get("format") == MaxoutNet.FORMAT
+
+
 def certify_network(job: tuple[str, str, list | None]) -> dict:
     """One network, as a pure task: import, compile, certify, check.  Returns the outcome with the
     certificate text (zlib-compressed) when both the prover and the checker accept it."""
@@ -107,8 +111,8 @@ def certify_network(job: tuple[str, str, list | None]) -> dict:
     import tempfile
     import zlib
 
-    from ..certificate.check import check_certificate
     from ..certificate.write import certify
+    from ..checker import check_file
     from ..construct.maxout_to_transformer import compile_maxout
     from ..formats import InputError, canonical_json, load_json
     from ..importers import import_network
@@ -134,13 +138,12 @@ def certify_network(job: tuple[str, str, list | None]) -> dict:
         claim, problems = next((c, p) for c, p in cert.problems.items() if p)
         return outcome | {"stage": "certify", "message": f"{claim}: {problems[0]}"}
     text = canonical_json(cert.document)
-    lines: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         cert_path = Path(tmp) / f"{stem}.cert.json"
         cert_path.write_text(text, encoding="utf-8")
-        code = step("check", lambda: check_certificate(cert_path, say=lines.append))
-    if code != 0:
-        return outcome | {"stage": "check", "message": next((x for x in lines if "FAILS" in x), lines[-1])}
+        result = step("check", lambda: check_file(cert_path))
+    if not result.ok:
+        return outcome | {"stage": "check", "message": next((f"{c}: {w}" for c, h, w in result.claims if not h), result.known)}
     return outcome | {"ok": True, "sha256": hashlib.sha256(text.encode()).hexdigest(),
                       "certificate": zlib.compress(text.encode(), 6)}
 

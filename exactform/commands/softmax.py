@@ -36,11 +36,11 @@ def _rational_arg(text: str, name: str):
 def run(args) -> int:
     from ..construct.maxout_to_transformer import compile_maxout
     from ..prove.enclosure import enclose
-    from ..prove.softmax import c5_certificate, depth_bound, log_lemma, scale_threshold, short_scale
+    from ..prove.softmax import depth_bound, log_lemma, scale_threshold, short_scale
     from ..points import check_domain, read_points
 
     output_file(args.output, "-o")
-    if args.cert:
+    if args.cert is not None:
         output_file(args.cert, "--cert")
     net = load_model(args.net)
     if not isinstance(net, MaxoutNet):
@@ -65,7 +65,12 @@ def run(args) -> int:
     if proved:
         write_json(args.output, tf.to_json())
         if args.cert:
-            write_json(args.cert, c5_certificate(net, tf, result, eps, lemma))
+            from ..certificate.write import certify_softmax
+            cert = certify_softmax(net, tf, eps, result.log_tokens)
+            if not cert.holds:
+                print(f"NOT certified: {next(p for ps in cert.problems.values() for p in ps)}")
+                return 1
+            write_json(args.cert, cert.document)
     enclosures = [(x, net(x), enclose(tf, x, args.digits)) for x in points]
     report["enclosures"] = [{"point": [format_rational(a) for a in x], "maxout": [format_rational(a) for a in y],
                              "softmax_enclosure": [[format_rational(lo), format_rational(hi)] for lo, hi in e]}
