@@ -75,7 +75,7 @@ def _fail(where, message):
 def fields(obj, where, required, optional=()):
     if not isinstance(obj, dict):
         _fail(where, "expected an object")
-    for k in obj.keys() - set(required) - set(optional):
+    for k in sorted(obj.keys() - set(required) - set(optional)):
         _fail(where, f"unknown field {k!r}")
     for k in required:
         if k not in obj:
@@ -193,6 +193,8 @@ def read_maxout(v, where) -> Maxout:
         n = len(units)
     fields(v["readout"], f"{where}.readout", ("weight", "bias"))
     weight = matrix(v["readout"]["weight"], f"{where}.readout.weight", None, n)
+    if not layers or not weight:
+        _fail(where, "a Maxout net needs at least one layer and one output")
     return Maxout(box(v["domain"], f"{where}.domain", v["input_dim"]), layers,
                   list(zip(weight, dense(v["readout"]["bias"], f"{where}.readout.bias", len(weight)))))
 
@@ -232,6 +234,8 @@ def read_transformer(v, where) -> Transformer:
             blocks.append(("attention", [_head(h, f"{at}.heads[{i}]", w) for i, h in enumerate(heads)]))
     fields(v["readout"], f"{where}.readout", ("token", "weight", "bias"))
     weight = matrix(v["readout"]["weight"], f"{where}.readout.weight", None, w)
+    if not weight:
+        _fail(f"{where}.readout.weight", "a Transformer needs at least one output")
     return Transformer(box(v["domain"], f"{where}.domain", d), T, w, scale,
                        [{c: a for c, a in r.items()} for r in matrix(v["embed"]["weight"], f"{where}.embed.weight", w, d)],
                        [dense(p, f"{where}.embed.bias[{t}]", w) for t, p in enumerate(items(v["embed"]["bias"], f"{where}.embed.bias", T))],
@@ -340,7 +344,7 @@ class Walk:
         for o, (form, (w, c)) in enumerate(zip(forms, net.readout)):
             if form != combine([(1, {start + k: a for k, a in w.items()})], c):
                 raise Refuted(f"output {o} of Tf (token {tf.token}) is not M's output {o} as an affine map")
-        return max(slack(f, self.err) for f in forms)
+        return max((slack(f, self.err) for f in forms), default=Fraction(0))
 
     def feedforward(self, b, block, X, hint, where, pieces_block):
         _, w1, b1, columns, b2 = block
@@ -527,13 +531,13 @@ def derive(doc, at: str = "", smt: bool = False):
     fields(doc, at.rstrip(": ") or "certificate", ("format", "kind", "maxout", "transformer", "claims", "hints"))
     if doc["format"] != FORMAT:
         _fail(f"{at}format", f"expected {FORMAT!r} (certify again to update an older certificate)")
-    if doc["kind"] not in CLAIMS:
+    if not isinstance(doc["kind"], str) or doc["kind"] not in CLAIMS:
         _fail(f"{at}kind", f"expected one of {sorted(CLAIMS)}")
     kind, net, tf = doc["kind"], read_maxout(doc["maxout"], f"{at}maxout"), read_transformer(doc["transformer"], f"{at}transformer")
     hints = fields(doc["hints"], f"{at}hints", ("phases", "pieces"), ("ln_tokens_upper",) if kind == "softmax" else ())
     given = {}
     for i, c in enumerate(items(doc["claims"], f"{at}claims")):
-        fields(c, f"{at}claims[{i}]", ("id", "statement"), ("eps",) if c.get("id") == "C5" else ())
+        fields(c, f"{at}claims[{i}]", ("id", "statement"), ("eps",) if isinstance(c, dict) and c.get("id") == "C5" else ())
         if not isinstance(c["id"], str) or not isinstance(c["statement"], str) or c["id"] in given:
             _fail(f"{at}claims[{i}]", "expected a distinct string id and a string statement")
         given[c["id"]] = c

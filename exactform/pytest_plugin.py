@@ -1,13 +1,14 @@
 """A pytest plugin: ``*.cert.json`` files become tests, one item per claim, checked by the
-independent checker (``exactform.certificate.check``); a failing claim fails with the checker's
-message, a file that is not a certificate fails as one item.
+independent checker (``exactform.checker.check_file``, standard library only); a failing claim
+fails with the checker's message, a file that is not a certificate (exit 2) fails as one item
+named ``certificate`` with the checker's one-line error.
 
 Off unless asked, so that it never collects anything by accident::
 
     pytest --exactform-certs golden/            # or, in pytest.ini / pyproject:
     [tool.pytest.ini_options]
     exactform_certs = true
-    exactform_smt = false                       # true: also re-run the embedded SMT queries
+    exactform_smt = false                       # true: also prove the phase obligations with Z3
 
 Registered through the entry point ``[project.entry-points.pytest11] exactform =
 "exactform.pytest_plugin"`` (or ``-p exactform.pytest_plugin`` without it).
@@ -24,9 +25,9 @@ def pytest_addoption(parser):
     group.addoption("--exactform-certs", action="store_true", default=None,
                     help=f"collect {SUFFIX} files as tests (one item per claim)")
     group.addoption("--exactform-smt", action="store_true", default=None,
-                    help="also re-run the SMT queries embedded in the certificates")
+                    help="also prove the phase obligations with Z3 (queries derived from the models)")
     parser.addini("exactform_certs", type="bool", default=False, help=f"collect {SUFFIX} files as tests")
-    parser.addini("exactform_smt", type="bool", default=False, help="re-run embedded SMT queries")
+    parser.addini("exactform_smt", type="bool", default=False, help="also prove the phase obligations with Z3")
 
 
 def _flag(config, name: str) -> bool:
@@ -42,10 +43,10 @@ def pytest_collect_file(file_path, parent):
 
 class CertificateFile(pytest.File):
     def collect(self):
-        from .certificate.results import check_one
-        result = check_one(self.path, smt=_flag(self.config, "smt"))
+        from .checker import check_file
+        result = check_file(self.path, smt=_flag(self.config, "smt"))
         if result.code == 2 or not result.claims:
-            yield ClaimItem.from_parent(self, name="certificate", ok=False, message=result.message)
+            yield ClaimItem.from_parent(self, name="certificate", ok=False, message=result.known)
             return
         for cid, ok, message in result.claims:
             yield ClaimItem.from_parent(self, name=cid, ok=ok, message=message)

@@ -41,12 +41,17 @@ def test_one_item_per_claim(pytester):
 
 def test_ini_setting_and_failure_message(pytester):
     doc = json.loads((GOLDEN / "abs.cert.json").read_text())
-    doc["claims"][1]["evidence"]["pairs"][0]["owner"] = 1      # tampered C2 evidence
+    doc["claims"][1]["statement"] += " and more"                # forged C2 statement
     (pytester.path / "bad.cert.json").write_text(json.dumps(doc))
+    hint = json.loads((GOLDEN / "abs.cert.json").read_text())
+    phases = hint["hints"]["phases"][0][0]
+    phases[next(u for u, p in enumerate(phases) if p >= 0)] = -2  # an identity pair hint turned into "on"
+    (pytester.path / "hint.cert.json").write_text(json.dumps(hint))
     (pytester.path / "junk.cert.json").write_text("{not json")
     pytester.makeini("[pytest]\nexactform_certs = true\n")
     result = pytester.runpytest_inprocess(*PLUGIN)
-    result.assert_outcomes(passed=3, failed=2)
+    result.assert_outcomes(passed=4, failed=5)
     out = result.stdout.str()
-    assert "bad.cert.json::C2: evidence.pairs[0].owner" in out
-    assert "junk.cert.json::certificate:" in out and "malformed JSON" in out
+    assert "bad.cert.json::C2: the certificate's statement is not the checker's" in out
+    assert "hint.cert.json::C3: block 0 token 0" in out
+    assert "junk.cert.json::certificate:" in out and "not JSON" in out
