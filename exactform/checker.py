@@ -1,14 +1,7 @@
-"""The independent certificate checker (claim C8), standard library only.
-
-It imports nothing else of exactform.  It reads the Maxout net M and the Transformer Tf embedded in
-an ``exactform/certificate@2`` file with its own strict reader, re-derives every claim from them
-with ``fractions.Fraction``, guided by the certificate's hints (ReLU phases, the piece each head
-sees in each token, an upper bound on ln T), which it verifies and never trusts, writes each
-claim's statement itself and requires the certificate's statement to equal it.  The format and
-the algorithm are specified in docs/spec.md; this file follows its section "The checker".
-"""
-from __future__ import annotations
-
+"""The independent certificate checker (claim C8): standard library only, nothing else of exactform.
+It reads the two models of an ``exactform/certificate@2`` file with its own strict reader, re-derives
+every claim with ``fractions.Fraction`` guided by hints it verifies, and writes each statement itself;
+docs/spec.md §4–§6 specify the format and this algorithm."""
 import json
 import math
 import os
@@ -75,7 +68,7 @@ def _fail(where, message):
 def fields(obj, where, required, optional=()):
     if not isinstance(obj, dict):
         _fail(where, "expected an object")
-    for k in obj.keys() - set(required) - set(optional):
+    for k in sorted(obj.keys() - set(required) - set(optional)):
         _fail(where, f"unknown field {k!r}")
     for k in required:
         if k not in obj:
@@ -89,9 +82,9 @@ def integer(v, where, low=0, high=MAX_CELLS):
     return v
 
 
-def items(v, where, n=None):
-    if not isinstance(v, list) or (n is not None and len(v) != n):
-        _fail(where, f"expected a list{'' if n is None else f' of {n} entries'}")
+def items(v, where, n=None, nonempty=False):
+    if not isinstance(v, list) or (n is not None and len(v) != n) or (nonempty and not v):
+        _fail(where, f"expected a {'non-empty ' if nonempty else ''}list{'' if n is None else f' of {n} entries'}")
     return v
 
 
@@ -179,20 +172,15 @@ def read_maxout(v, where) -> Maxout:
         _fail(f"{where}.format", "expected \"exactform/maxout@1\"")
     n = integer(v["input_dim"], f"{where}.input_dim", 1)
     layers = []
-    for l, layer in enumerate(items(v["layers"], f"{where}.layers")):
+    for l, layer in enumerate(items(v["layers"], f"{where}.layers", nonempty=True)):
         at = f"{where}.layers[{l}]"
-        fields(layer, at, ("weight", "bias"))
-        units = items(layer["weight"], f"{at}.weight")
-        bias = items(layer["bias"], f"{at}.bias", len(units))
-        if not units:
-            _fail(f"{at}.weight", "a layer needs at least one unit")
-        layers.append([list(zip(matrix(ws, f"{at}.weight[{i}]", None, n), dense(bs, f"{at}.bias[{i}]", len(ws))))
-                       for i, (ws, bs) in enumerate(zip(units, bias))])
-        if any(not unit for unit in layers[-1]):
-            _fail(f"{at}.weight", "a unit needs at least one piece")
+        units = items(fields(layer, at, ("weight", "bias"))["weight"], f"{at}.weight", nonempty=True)
+        layers.append([list(zip(matrix(items(ws, f"{at}.weight[{i}]", nonempty=True), f"{at}.weight[{i}]", None, n),
+                                dense(bs, f"{at}.bias[{i}]", len(ws))))
+                       for i, (ws, bs) in enumerate(zip(units, items(layer["bias"], f"{at}.bias", len(units))))])
         n = len(units)
     fields(v["readout"], f"{where}.readout", ("weight", "bias"))
-    weight = matrix(v["readout"]["weight"], f"{where}.readout.weight", None, n)
+    weight = matrix(items(v["readout"]["weight"], f"{where}.readout.weight", nonempty=True), f"{where}.readout.weight", None, n)
     return Maxout(box(v["domain"], f"{where}.domain", v["input_dim"]), layers,
                   list(zip(weight, dense(v["readout"]["bias"], f"{where}.readout.bias", len(weight)))))
 
@@ -226,12 +214,12 @@ def read_transformer(v, where) -> Transformer:
             blocks.append(("feedforward", w1, dense(block["b1"], f"{at}.b1", len(w1)), columns,
                            dense(block["b2"], f"{at}.b2", w)))
         else:
-            heads = items(fields(block, at, ("kind", "heads"))["heads"], f"{at}.heads")
-            if block["kind"] != "attention" or not heads:
-                _fail(at, "expected a feedforward block or an attention block with heads")
+            heads = items(fields(block, at, ("kind", "heads"))["heads"], f"{at}.heads", nonempty=True)
+            if block["kind"] != "attention":
+                _fail(f"{at}.kind", "expected \"feedforward\" or \"attention\"")
             blocks.append(("attention", [_head(h, f"{at}.heads[{i}]", w) for i, h in enumerate(heads)]))
     fields(v["readout"], f"{where}.readout", ("token", "weight", "bias"))
-    weight = matrix(v["readout"]["weight"], f"{where}.readout.weight", None, w)
+    weight = matrix(items(v["readout"]["weight"], f"{where}.readout.weight", nonempty=True), f"{where}.readout.weight", None, w)
     return Transformer(box(v["domain"], f"{where}.domain", d), T, w, scale,
                        [{c: a for c, a in r.items()} for r in matrix(v["embed"]["weight"], f"{where}.embed.weight", w, d)],
                        [dense(p, f"{where}.embed.bias[{t}]", w) for t, p in enumerate(items(v["embed"]["bias"], f"{where}.embed.bias", T))],
@@ -290,17 +278,10 @@ def text(q) -> str:
 # --- the argument -------------------------------------------------------------------------------
 
 class Walk:
-    """The argument of C1–C3 (and C5's error propagation) for M, Tf and the hints.
-
-    Variables are M's inputs, then the units of each layer; their boxes come from interval
-    arithmetic on M.  Each token's state is an exact affine form in the variables.  A
-    feed-forward block keeps the state affine when every ReLU has a verified fixed phase or is
-    half of an identity pair ReLU(v) − ReLU(−v) = v; the k-th attention block must be a max head
-    per unit of M's layer k whose values over the tokens are exactly that unit's pieces, and so
-    writes the unit's variable.  The read-out must equal M's read-out as a form.  With softmax
-    (``scale``), ``err`` bounds each variable's perturbation: fixed phases must hold with it, and
-    each head adds at most ``ln_tokens/(λ·α)`` (lemma (a)).  Any step that fails raises Refuted.
-    """
+    """The argument of C1–C3 and C5 (docs/spec.md §6.3): each token's state is an exact affine form
+    in M's variables (inputs, then each layer's units, in their interval boxes); every ReLU has a
+    verified phase or identity partner, every head is a max head over its unit's pieces, and the
+    read-out is M's.  With softmax, ``err`` bounds each variable's perturbation.  Raises Refuted."""
 
     def __init__(self, net: Maxout, tf: Transformer, hints: dict, at: str, ln_tokens=None, record=False):
         self.net, self.tf, self.hints, self.at, self.ln_tokens = net, tf, hints, at, ln_tokens
@@ -340,7 +321,7 @@ class Walk:
         for o, (form, (w, c)) in enumerate(zip(forms, net.readout)):
             if form != combine([(1, {start + k: a for k, a in w.items()})], c):
                 raise Refuted(f"output {o} of Tf (token {tf.token}) is not M's output {o} as an affine map")
-        return max(slack(f, self.err) for f in forms)
+        return max((slack(f, self.err) for f in forms), default=Fraction(0))
 
     def feedforward(self, b, block, X, hint, where, pieces_block):
         _, w1, b1, columns, b2 = block
@@ -527,13 +508,13 @@ def derive(doc, at: str = "", smt: bool = False):
     fields(doc, at.rstrip(": ") or "certificate", ("format", "kind", "maxout", "transformer", "claims", "hints"))
     if doc["format"] != FORMAT:
         _fail(f"{at}format", f"expected {FORMAT!r} (certify again to update an older certificate)")
-    if doc["kind"] not in CLAIMS:
+    if not isinstance(doc["kind"], str) or doc["kind"] not in CLAIMS:
         _fail(f"{at}kind", f"expected one of {sorted(CLAIMS)}")
     kind, net, tf = doc["kind"], read_maxout(doc["maxout"], f"{at}maxout"), read_transformer(doc["transformer"], f"{at}transformer")
     hints = fields(doc["hints"], f"{at}hints", ("phases", "pieces"), ("ln_tokens_upper",) if kind == "softmax" else ())
     given = {}
     for i, c in enumerate(items(doc["claims"], f"{at}claims")):
-        fields(c, f"{at}claims[{i}]", ("id", "statement"), ("eps",) if c.get("id") == "C5" else ())
+        fields(c, f"{at}claims[{i}]", ("id", "statement"), ("eps",) if isinstance(c, dict) and c.get("id") == "C5" else ())
         if not isinstance(c["id"], str) or not isinstance(c["statement"], str) or c["id"] in given:
             _fail(f"{at}claims[{i}]", "expected a distinct string id and a string statement")
         given[c["id"]] = c
@@ -598,15 +579,10 @@ def check_file(path, maxout=None, transformer=None, smt: bool = False) -> Result
         return Result(1, [("certificate", False, str(e))], f"nothing is known: {e}")
 
 
-def certificate_files(paths) -> list:
-    """The files named, and every ``*cert*.json`` in a folder named."""
-    return [f for p in paths for f in (sorted(os.path.join(p, n) for n in os.listdir(p) if "cert" in n and
-                                              n.endswith(".json")) if os.path.isdir(p) else [p])]
-
-
 def run(args) -> int:
     """``exactform check``: one line per certificate as it is checked, its failures, what is known."""
-    files = certificate_files(args.certificates)
+    files = [f for p in args.certificates for f in (sorted(os.path.join(p, n) for n in os.listdir(p) if "cert" in n
+                                                            and n.endswith(".json")) if os.path.isdir(p) else [p])]
     if not files or (len(files) > 1 and (args.maxout or args.transformer)):
         print(f"exactform: error: {' '.join(args.certificates)}: " + ("no certificate files" if not files else
               "--maxout/--transformer bind exactly one certificate"), file=sys.stderr)
