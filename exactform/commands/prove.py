@@ -45,7 +45,7 @@ def run_script(claim: str, as_json: bool, timeout: float, out: str | None) -> di
     start = time.perf_counter()
     try:
         done = subprocess.run([sys.executable, str(script)] + (["--json"] if as_json else []),
-                              capture_output=True, text=True, timeout=timeout, env=env, cwd=PROOFS)
+                              capture_output=True, text=True, timeout=timeout, env=env)
         code, stdout, output = done.returncode, done.stdout, done.stdout + done.stderr
     except subprocess.TimeoutExpired:
         code, stdout, output = 1, "", f"timed out after {timeout:g} s"
