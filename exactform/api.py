@@ -61,9 +61,9 @@ def save(obj: MaxoutNet | Transformer | dict[str, Any], path: PathLike) -> None:
         raise TypeError(f"expected a MaxoutNet, a Transformer or a certificate dict, got {type(obj).__name__}")
 
 
-def compile(net: MaxoutNet) -> Transformer:
+def compile_network(net: MaxoutNet) -> Transformer:
     """The hardmax token-shift Transformer computing ``net`` exactly on its domain (claims C1–C4
-    are proved by ``certify``)."""
+    are proved by ``certify``); exported as ``exactform.compile``."""
     from .construct.maxout_to_transformer import compile_maxout
     _need(net, MaxoutNet, "compile")
     try:
@@ -79,7 +79,7 @@ def certify(net: MaxoutNet, tf: Transformer | None = None, smt: bool = False) ->
     from .certificate.write import certify as prove
     from .construct.maxout_to_transformer import check_size
     _need(net, MaxoutNet, "certify")
-    tf = compile(net) if tf is None else _need(tf, Transformer, "certify")
+    tf = compile_network(net) if tf is None else _need(tf, Transformer, "certify")
     try:
         check_size(net)
     except ValueError as e:
@@ -89,6 +89,10 @@ def certify(net: MaxoutNet, tf: Transformer | None = None, smt: bool = False) ->
     if failed:
         raise NotProved(f"not certified: {failed[0]}", failed)
     return cert.document
+
+
+compile = compile_network
+"""``exactform.compile(net)`` (named so in the API; Python's built-in of that name is not used here)."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +166,7 @@ def softmax(net: MaxoutNet, eps: Number) -> SoftmaxResult:
     result, lemma = depth_bound(net, lam), log_lemma(net.max_rank)
     if not (result.holds and result.bound <= eps and lemma.ok):
         raise NotProved(f"the proven bound {result.bound} does not meet eps = {eps} at λ = {lam}")
-    tf = compile(net).with_attention(lam)
+    tf = compile_network(net).with_attention(lam)
     cert = certify_softmax(net, tf, eps, result.log_tokens)
     failed = [f"{claim}: {p[0]}" for claim, p in cert.problems.items() if p]
     if failed:

@@ -113,7 +113,8 @@ def test_missing_file(tmp_path, capsys):
 
 
 def test_bad_points(tmp_path, capsys):
-    for text, field in [('[["1", "2"]]', "[0]"), ('[["0.5"]]', "[0][0]"), ('[[0.5]]', ""), ("[]", "")]:
+    for text, field in [('[["1", "2"]]', "[0]"), ('[["0.5x"]]', "[0][0]"), ('[[NaN]]', "[0][0]"), ('[[true]]', "[0][0]"),
+                        ("[]", "")]:
         pts = tmp_path / "p.json"
         pts.write_text(text)
         code, _, err = run(capsys, "eval", EXAMPLES / "abs.json", "--points", pts)
