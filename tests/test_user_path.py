@@ -466,3 +466,12 @@ def test_prove_runs_from_an_installed_wheel_outside_the_repository(tmp_path):
     done = subprocess.run([PY, "-m", "exactform", "prove", "C3", "--workers", "1"], cwd=elsewhere, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "1 of 1 claims proved" in done.stdout, done.stdout + done.stderr
+
+
+def test_cpwl_term_bound_before_work(tmp_path, capsys):
+    from exactform.commands.cpwl import MAX_TERMS
+    text = "+".join(f"Abs(x-{k}/600)" for k in range(MAX_TERMS + 1))
+    code, _, err = cli(capsys, "cpwl", text, "--domain", "-1:1", "-o", tmp_path / "n.json")
+    assert code == 2 and f"{MAX_TERMS + 1} distinct Max/Min/Abs terms" in err and not (tmp_path / "n.json").exists()
+    text = "+".join(f"Abs(x-{k}/600)" for k in range(MAX_TERMS))
+    assert cli(capsys, "cpwl", text, "--domain", "-1:1", "-o", tmp_path / "n.json")[0] == 0
