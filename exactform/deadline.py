@@ -121,10 +121,9 @@ def main(argv: list[str]) -> int:
     except InputError as e:
         print(f"exactform: error: {e}", file=sys.stderr)
         return 2
-    except BrokenPipeError:            # the reader closed stdout (`| head`): stop quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 141
+    except BrokenPipeError:            # the reader closed stdout (`| head`)
+        from .cli import closed_pipe
+        return closed_pipe()
     except KeyboardInterrupt:
         print("exactform: interrupted", file=sys.stderr)
         return 130

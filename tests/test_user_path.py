@@ -192,13 +192,17 @@ def test_model_files_still_need_canonical_rationals(tmp_path, capsys):
 def test_closed_pipe_exits_quietly(tmp_path):
     pts = tmp_path / "p.json"
     pts.write_text(json.dumps([[str(Fraction(k, 1000))] for k in range(-1000, 1001)] * 20))
+    many = tmp_path / "certs"
+    many.mkdir()
+    for k in range(60):
+        shutil.copy(ROOT / "examples" / "ci" / "golden" / "abs.cert.json", many / f"{k:02d}.cert.json")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([PY, "-m", "exactform", "eval", str(EXAMPLES / "abs.json"), "--points", str(pts)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    proc.stdout.readline()
-    proc.stdout.close()                                    # `| head -1`
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 141 and err == ""
+    for argv in (["eval", str(EXAMPLES / "abs.json"), "--points", str(pts)], ["check", str(many)]):
+        proc = subprocess.Popen([PY, "-m", "exactform", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        proc.stdout.readline()
+        proc.stdout.close()                                # `| head -1`
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 141 and err == "", argv
 
 
 def test_unknown_benchmark_exits_2(capsys):
