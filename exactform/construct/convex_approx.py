@@ -60,7 +60,8 @@ class ConvexApproximation:
     diameter: Fraction         # ≥ the box's diameter
     eps: Fraction | None
     convexity: list[Step]
-    methods: dict = field(default_factory=dict)   # cells bounded by the Taylor / subgradient term
+    methods: dict = field(default_factory=dict)   # cells bounded by the Taylor / subgradient term,
+    #                                               cells whose tangent point moved off a kink
 
     @property
     def rank(self) -> int:
@@ -193,6 +194,7 @@ class _Plane:
     lipschitz_upper: Fraction
     lower: Fraction          # bound on P̃ − f over the box
     taylor: bool
+    moved: bool = False      # tangent point moved off a kink at the cell's centre
 
 
 def _planes(root, names, box: Box, n: int, eps, steps, text) -> ConvexApproximation:
@@ -218,7 +220,8 @@ def _planes(root, names, box: Box, n: int, eps, steps, text) -> ConvexApproximat
     diameter = round_up(_norm_upper([b - a for a, b in zip(box.lower, box.upper)]))
     taylor = sum(p.taylor for p in planes)
     return ConvexApproximation(text, names, net, n, bound, lbound, round_up(lip), diameter, eps, steps,
-                               {"taylor": taylor, "subgradient": len(planes) - taylor})
+                               {"taylor": taylor, "subgradient": len(planes) - taylor,
+                                "kink_moved": sum(p.moved for p in planes)})
 
 
 def _show(lo, hi) -> str:
@@ -237,7 +240,7 @@ def _best_plane(root, names, box, lo, hi, h, cell) -> _Plane:
         at = evaluate(root, box_env(names, t, t), names, 1)
         if not (at.v.is_finite() and all(g.is_finite() for g in at.g)):
             continue
-        plane, width = _plane(box, lo, hi, t, at, cell)
+        plane, width = _plane(box, lo, hi, t, at, cell, t is not centre)
         if best is None or max(plane.upper, plane.lower) < max(best.upper, best.lower):
             best = plane
         if width <= KINK:
@@ -247,7 +250,7 @@ def _best_plane(root, names, box, lo, hi, h, cell) -> _Plane:
     return best
 
 
-def _plane(box, lo, hi, t, at, cell) -> tuple[_Plane, Fraction]:
+def _plane(box, lo, hi, t, at, cell, moved) -> tuple[_Plane, Fraction]:
     a_lo, a_hi = _ends(at.v)
     value = _dyadic((a_lo + a_hi) / 2)
     gt = [_ends(g) for g in at.g]
@@ -267,7 +270,7 @@ def _plane(box, lo, hi, t, at, cell) -> tuple[_Plane, Fraction]:
     upper = above + min(terms)
     lower = value - a_lo + sum((dk * rk for dk, rk in zip(delta, box_reach)), ZERO)
     bias = value - sum((s * x for s, x in zip(slope, t)), ZERO)
-    plane = _Plane(slope, bias, upper, above + t2, lower, t3 is not None and t3 < min(t1, t2))
+    plane = _Plane(slope, bias, upper, above + t2, lower, t3 is not None and t3 < min(t1, t2), moved)
     return plane, max(b - a for a, b in gt)
 
 
