@@ -3,6 +3,7 @@ bound is checked against an independent oracle — the same functions written di
 (never through exactform's parser) at 50 digits, on dense grids that contain every cell edge,
 every cell centre and the kinks."""
 import json
+import re
 from fractions import Fraction as F
 from itertools import product
 
@@ -11,6 +12,7 @@ import pytest
 
 from exactform.cli import main
 from exactform.construct.analytic import parse_analytic
+from exactform.construct import convex_approx
 from exactform.construct.convex_approx import ApproxError, approx
 from exactform.construct.expression import ExpressionError
 from exactform.models import load_model
@@ -62,11 +64,12 @@ def test_oracle_error_never_exceeds_the_proven_bound(text, f, domain, rank, kink
     worst = oracle_worst(f, a, dense(a.net.domain, per_cell, a.grid, kinks))
     assert worst <= mpmath.mpf(a.bound.numerator) / a.bound.denominator + TOLERANCE
     assert a.bound <= a.lipschitz_bound
-    # not vacuous: the bound is within the Lipschitz rate L·D·P^{-1/d}, and without a kink at a cell
-    # centre the sampled error is a fair share of it
-    assert a.bound <= a.rate * (1 if a.methods["kink_moved"] == 0 else 2)
-    if a.methods["kink_moved"] == 0:
-        assert worst >= mpmath.mpf(a.bound.numerator) / a.bound.denominator / 6
+    # not vacuous: within the Lipschitz rate L·D·P^{-1/d} (up to ×2 where a tangent point left a
+    # kink), and within ×4 of the sampled error where every cell used the Taylor bound
+    slack = F(1, 10 ** 9)
+    assert a.bound <= a.rate * (1 if a.methods["kink_moved"] == 0 else 2) + slack
+    if a.methods["subgradient"] == 0:
+        assert worst >= mpmath.mpf(a.bound.numerator) / a.bound.denominator / 4
 
 
 def test_a_wrong_bound_fails_the_oracle():
@@ -115,7 +118,7 @@ def test_smooth_rate_beats_the_lipschitz_rate():
     ("x/(y + 2)", "0:1", NotConvex, "x/(y + 2)"),
 ])
 def test_not_convex_or_outside_the_domain_is_refused_naming_the_subexpression(text, domain, error, names):
-    with pytest.raises(error, match=names.replace("*", r"\*").replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(error, match=re.escape(names)):
         approx(text, domain, rank=4)
 
 
@@ -160,11 +163,13 @@ def test_cli_writes_the_net_and_json(tmp_path, capsys):
     assert net.layers[0].ranks == [report["rank"]]
 
 
-def test_cli_exit_codes(tmp_path, capsys):
+def test_cli_exit_codes(tmp_path, capsys, monkeypatch):
     out = tmp_path / "net.json"
-    assert main(["approx", "Abs(x)", "--domain", "-1:1", "--eps", "0.000001", "-o", str(out)]) == 1
+    monkeypatch.setattr(convex_approx, "MAX_RANK", 64)        # the limit, lowered to keep the test short
+    assert main(["approx", "exp(x)", "--domain", "-1:1", "--eps", "1/1000000000000", "-o", str(out)]) == 1
     err = capsys.readouterr().err
-    assert "no rank up to 4096" in err and "nothing written" in err and not out.exists()
+    assert "no rank up to 64" in err and "nothing written" in err and not out.exists()
+    monkeypatch.undo()
     assert main(["approx", "x*y", "--domain", "-1:1", "--eps", "1", "-o", str(out)]) == 2
     assert "x*y is not shown convex" in capsys.readouterr().err
     assert main(["approx", "--domain", "-1:1", "--rank", "4", "-o", str(out), "--", "-Abs(x)"]) == 2

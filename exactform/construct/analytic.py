@@ -8,12 +8,20 @@ non-constant terms parses but is never shown convex), ``**`` with a rational con
 numerator and denominator at most ``MAX_EXPONENT``.
 
 Jet invariant: ``evaluate(f, env, order)`` on the box ``env`` returns ``v ⊇ f(box)``; ``g`` (order ≥ 1)
-with ``∂f(x) ⊆ g`` for every x in the box where f is locally Lipschitz (Clarke calculus: sum rule,
-chain rule for C² atoms, ``∂max ⊆ conv ∂(active arguments)``, ``Abs = Max(u, −u)``); ``h`` (order 2)
-with ``∇²f(x) ∈ h`` wherever no Max/Min/Abs switches branch in the box, else ``None``.  A
-non-finite ``g`` means no Lipschitz bound could be certified.  Fractional powers and ``sqrt`` clamp
-their argument to [0, ∞): callers evaluate only expressions whose domain ``prove.convexity``
-has certified on the whole box.
+with ``∂f(x) ⊆ g`` for every x in the box (Clarke calculus: sum rule, chain rule for C¹ atoms,
+``∂max ⊆ conv ∂(possibly active arguments)``, ``Abs = Max(u, −u)``, the dual ball for norms); ``h``
+(order 2) with ``∇²f(x) ∈ h`` for every x in the box, or ``None`` where some Max/Min/Abs may switch
+branch or an atom's second derivative is unbounded.  With ``generic=True`` the gradient claim is
+weaker — ``∇f(x) ∈ g`` at the *generic* points x, where every sub-expression is differentiable —
+and tighter near kinks (``sqrt(x² + y²)`` on [0, 1]²: g = [0, 1]² instead of [−1, 1]²).  For an
+expression proved convex (every sub-expression convex, concave or affine on the box) the generic
+points are dense, which is all ``construct.convex_approx`` needs of a cell.  With ``select=True``
+(for a point) the claim is that g contains *some* element of ∂f(x), where exact ties pick one:
+``Abs(u)`` with u affine and exactly 0 → 0, a norm at exactly 0 → 0, a Max/Min of exactly equal arguments → the
+average of their gradients (valid by the DCP rules: sums, monotone compositions and Max preserve a
+chosen subgradient).  A non-finite ``g`` means
+no Lipschitz bound could be certified.  Fractional powers and ``sqrt`` clamp their argument to
+[0, ∞): callers evaluate only expressions whose domain ``prove.convexity`` certified on the box.
 """
 from __future__ import annotations
 
@@ -30,6 +38,7 @@ MAX_NODES = 200
 MAX_EXPONENT = 64
 FUNCTIONS = {"exp": 1, "log": 1, "sqrt": 1, "Abs": 1, "Max": None, "Min": None}
 ZERO, ONE = Fraction(0), Fraction(1)
+WHOLE = Iv(-flint.arb("inf"), flint.arb("inf"))
 
 
 @dataclass(frozen=True)
@@ -186,9 +195,11 @@ def box_env(names: list[str], lower, upper) -> dict[str, Iv]:
     return {v: Iv.of(lo, hi) for v, lo, hi in zip(names, lower, upper)}
 
 
-def evaluate(n: Node, env: dict[str, Iv], names: list[str], order: int) -> Jet:
+def evaluate(n: Node, env: dict[str, Iv], names: list[str], order: int, generic: bool = False,
+             select: bool = False) -> Jet:
     """The jet of ``n`` over the box ``env`` (see the module invariant), to the given order (0, 1, 2)."""
-    return combine(n, [evaluate(a, env, names, order) for a in n.args], env, names, order)
+    kids = [evaluate(a, env, names, order, generic, select) for a in n.args]
+    return combine(n, kids, env, names, order, generic, select)
 
 
 def _zero() -> Iv:
@@ -201,7 +212,8 @@ def _zeros(d: int, order: int) -> tuple:
     return g, h
 
 
-def combine(n: Node, kids: list[Jet], env: dict[str, Iv], names: list[str], order: int) -> Jet:
+def combine(n: Node, kids: list[Jet], env: dict[str, Iv], names: list[str], order: int,
+            generic: bool = False, select: bool = False) -> Jet:
     """The jet of ``n`` from the jets of its arguments."""
     d = len(names)
     op = n.op
@@ -223,22 +235,26 @@ def combine(n: Node, kids: list[Jet], env: dict[str, Iv], names: list[str], orde
     if op == "mul":
         return _mul(*kids)
     if op == "div":
-        return _mul(kids[0], _unary(kids[1], *_power_derivatives(kids[1].v, Fraction(-1)), order))
+        return _mul(kids[0], _unary(kids[1], *_power_derivatives(kids[1].v, Fraction(-1)), order, generic))
     if op == "pow":
         u = kids[0]
         if n.p.denominator != 1:
             u = Jet(u.v.nonnegative_part(), u.g, u.h)
-        out = _unary(u, *_power_derivatives(u.v, n.p), order)
+        out = _unary(u, *_power_derivatives(u.v, n.p), order, generic)
         terms = norm_terms(n.args[0]) if n.p == Fraction(1, 2) and order >= 1 else None
-        return out if terms is None else _norm(out, terms[0], env, names)
+        if terms is not None and select and _exact_zero(u.v):
+            return Jet(out.v, [_zero() for _ in names], None)
+        return out if terms is None else _norm(out, u.v.positive() or generic, terms[0], env, names)
     if op == "exp":
         e = kids[0].v.exp()
-        return _unary(kids[0], e, e, e, order)
+        return _unary(kids[0], e, e, e, order, generic)
     if op == "log":
         x = kids[0].v
-        return _unary(kids[0], x.log(), x.power(Fraction(-1)), -x.power(Fraction(-2)), order)
+        return _unary(kids[0], x.log(), x.power(Fraction(-1)), -x.power(Fraction(-2)), order, generic)
     if op == "abs":
         u = kids[0]
+        if select and _exact_zero(u.v) and is_affine(n.args[0]):     # 0 ∈ [−1, 1]·∇u
+            return Jet(u.v, _map(u.g, lambda x: _zero()), None)
         if u.v.nonnegative():
             return u
         if u.v.nonpositive():
@@ -246,7 +262,7 @@ def combine(n: Node, kids: list[Jet], env: dict[str, Iv], names: list[str], orde
         m = u.v.magnitude()
         return Jet(Iv(flint.arb(0), m), _map(u.g, Iv.symmetric), None)
     if op in ("max", "min"):
-        return _extremum(kids, op == "max")
+        return _extremum(kids, op == "max", select)
     raise ValueError(f"unknown operation {op!r}")
 
 
@@ -281,19 +297,24 @@ def _power_derivatives(x: Iv, p: Fraction) -> tuple[Iv, Iv, Iv]:
     return x.power(p), term(p, p - 1), term(p * (p - 1), p - 2)
 
 
-def _unary(u: Jet, d0: Iv, d1: Iv, d2: Iv, order: int) -> Jet:
-    """Chain rule for a C² atom φ with φ, φ', φ'' enclosed by d0, d1, d2 over u's range."""
-    g = None if order < 1 else [d1 * x for x in u.g]
+def _unary(u: Jet, d0: Iv, d1: Iv, d2: Iv, order: int, generic: bool) -> Jet:
+    """Chain rule for an atom φ with φ, φ', φ'' enclosed by d0, d1, d2 over u's range (where they
+    exist); an unbounded φ' leaves the gradient unbounded unless ``generic``, an unbounded φ' or φ''
+    leaves no Hessian."""
+    g = None
+    if order >= 1:
+        g = [d1 * x for x in u.g] if generic or d1.is_finite() else [WHOLE] * len(u.g)
     h = None
-    if order >= 2 and u.h is not None:
+    if order >= 2 and u.h is not None and d1.is_finite() and d2.is_finite():
         d = len(u.g)
         h = [[d2 * u.g[i] * u.g[j] + d1 * u.h[i][j] for j in range(d)] for i in range(d)]
     return Jet(d0, g, h)
 
 
-def _norm(out: Jet, squares, env, names) -> Jet:
-    """``sqrt(Σ wᵢ uᵢ² + c₀)``: its subgradients are ``Σ cᵢ ∇uᵢ`` with ``cᵢ = wᵢuᵢ/‖·‖ ∈ [−√wᵢ, √wᵢ]``
-    (the norm's dual ball) — finite where the sum vanishes; intersected with the chain-rule jet."""
+def _norm(out: Jet, formula: bool, squares, env, names) -> Jet:
+    """``sqrt(Σ wᵢ uᵢ² + c₀)``: its (sub)gradients are ``Σ cᵢ ∇uᵢ`` with ``cᵢ ∈ [−√wᵢ, √wᵢ]`` (the
+    norm's dual ball), finite even where the sum vanishes; intersected with the chain-rule jet
+    ``out`` when that formula holds (``formula``: the sum is positive, or generic points only)."""
     g = [_zero() for _ in names]
     for w, u in squares:
         wv = Iv.point(ONE) if w is None else evaluate(w, env, names, 0).v
@@ -301,12 +322,16 @@ def _norm(out: Jet, squares, env, names) -> Jet:
             return out
         root = wv.hi.sqrt()
         g = [x + Iv(-root, root) * y for x, y in zip(g, evaluate(u, env, names, 1).g)]
-    if all(x.is_finite() for x in out.g):
-        g = [Iv(a.lo.max(b.lo), a.hi.min(b.hi)) for a, b in zip(out.g, g)]
-    return Jet(out.v, g, out.h if all(x.is_finite() for x in out.g) else None)
+    if formula:
+        g = [a.intersect(b) for a, b in zip(out.g, g)]
+    return Jet(out.v, g, out.h if formula and all(x.is_finite() for x in out.g) else None)
 
 
-def _extremum(kids: list[Jet], is_max: bool) -> Jet:
+def _exact_zero(x: Iv) -> bool:
+    return x.lo.is_zero() and x.hi.is_zero()
+
+
+def _extremum(kids: list[Jet], is_max: bool, select: bool) -> Jet:
     sign = 1 if is_max else -1
     vs = [k.v if is_max else -k.v for k in kids]
     top_lo = vs[0].lo
@@ -320,7 +345,12 @@ def _extremum(kids: list[Jet], is_max: bool) -> Jet:
     if len(active) == 1:
         return Jet(value, active[0].g, active[0].h)
     g = None
-    if active[0].g is not None:
+    tied = select and all(k.v.lo.is_exact() and k.v.hi.is_exact() and k.v.lo == active[0].v.lo
+                          and k.v.hi == k.v.lo for k in active)
+    if tied and active[0].g is not None:       # an exact tie: the average is a subgradient
+        share = Iv.point(Fraction(1, len(active)))
+        g = [share * sum((k.g[i] for k in active[1:]), active[0].g[i]) for i in range(len(active[0].g))]
+    elif active[0].g is not None:
         g = list(active[0].g)
         for k in active[1:]:
             g = [x.hull(y) for x, y in zip(g, k.g)]

@@ -30,7 +30,7 @@ from ..models import Box, MaxoutLayer, MaxoutNet
 from ..prove.convexity import Step, prove_convex
 from ..prove.enclosure import precision
 from ..prove.intervals import round_up, sqrt_upper
-from .analytic import Node, box_env, evaluate, parse_analytic
+from .analytic import Jet, Node, box_env, evaluate, parse_analytic
 
 MAX_RANK = 4096            # planes (n^d); --eps searches ranks up to this
 MAX_DIM = 6
@@ -205,7 +205,11 @@ def _planes(root, names, box: Box, n: int, eps, steps, text) -> ConvexApproximat
     for idx in product(range(n), repeat=d):
         lo = [a + i * s for a, i, s in zip(box.lower, idx, h)]
         hi = [x + s for x, s in zip(lo, h)]
-        cell = evaluate(root, box_env(names, lo, hi), names, order)
+        env = box_env(names, lo, hi)
+        cell = evaluate(root, env, names, order)
+        if cell.h is None:      # a kink may cross the cell: gradients at generic points are enough
+            generic = evaluate(root, env, names, 1, generic=True)
+            cell = Jet(cell.v, [a.intersect(b) for a, b in zip(cell.g, generic.g)], None)
         if not all(g.is_finite() for g in cell.g):
             raise ApproxError(f"could not bound the subgradient of {text} on the cell {_show(lo, hi)}: "
                               "the function may not be Lipschitz there")
@@ -237,7 +241,7 @@ def _best_plane(root, names, box, lo, hi, h, cell) -> _Plane:
     candidates = [centre] + [[c + off * s * k for c, s, k in zip(centre, h, AXIS_SKEW)] for off in OFFSETS]
     best = None
     for t in candidates:
-        at = evaluate(root, box_env(names, t, t), names, 1)
+        at = evaluate(root, box_env(names, t, t), names, 1, select=True)
         if not (at.v.is_finite() and all(g.is_finite() for g in at.g)):
             continue
         plane, width = _plane(box, lo, hi, t, at, cell, t is not centre)

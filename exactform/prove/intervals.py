@@ -74,9 +74,11 @@ class Iv:
         return self + (-other)
 
     def __mul__(self, other: "Iv") -> "Iv":
-        if not (self.is_finite() and other.is_finite()):
+        """Extended multiplication: infinite ends stand for unbounded sets of *finite* reals, so an
+        exact 0 times ±∞ is 0; an indeterminate product gives the whole line."""
+        p = [_times(a, b) for a in (self.lo, self.hi) for b in (other.lo, other.hi)]
+        if any(x.is_nan() for x in p):
             return Iv(-INF, INF)
-        p = [a * b for a in (self.lo, self.hi) for b in (other.lo, other.hi)]
         return Iv(_min(p), _max(p))
 
     def scale(self, c: flint.arb) -> "Iv":
@@ -84,6 +86,10 @@ class Iv:
 
     def hull(self, other: "Iv") -> "Iv":
         return Iv(self.lo.min(other.lo), self.hi.max(other.hi))
+
+    def intersect(self, other: "Iv") -> "Iv":
+        """Both enclose the same set: so does their intersection."""
+        return Iv(self.lo.max(other.lo), self.hi.min(other.hi))
 
     def symmetric(self) -> "Iv":
         """``[−m, m]`` with m = max |x|: the hull of ``s·x`` for s ∈ [−1, 1]."""
@@ -104,17 +110,19 @@ class Iv:
         return Iv(self.lo.log(), self.hi.log())
 
     def power(self, p: Fraction) -> "Iv":
-        """``x^p`` for rational p; a non-integer p needs x ≥ 0 (the caller's domain proof), a negative
-        p needs 0 ∉ x; otherwise the result is the whole line (non-finite)."""
+        """``x^p`` for rational p at the points of x where it is defined: a non-integer p needs
+        x ≥ 0 (else the whole line); a negative p on ``[0, b]`` gives ``[b^p, ∞)``, on an interval
+        with 0 inside the whole line."""
         if p == 0:
             return Iv.point(Fraction(1))
         if p.denominator == 1:
             n = int(p)
             if n < 0:
-                if not (self.positive() or self.negative()):
-                    return Iv(-INF, INF)
-                inv = Iv(1 / self.hi, 1 / self.lo)
-                return inv.power(Fraction(-n))
+                if self.positive() or self.negative():
+                    return Iv(1 / self.hi, 1 / self.lo).power(Fraction(-n))
+                if self.nonnegative() and bool(self.hi > 0):
+                    return Iv(1 / self.hi, INF).power(Fraction(-n))
+                return Iv(-INF, INF)
             a, b = _ipow(self.lo, n), _ipow(self.hi, n)
             if n % 2:
                 return Iv(a, b)
@@ -125,10 +133,10 @@ class Iv:
             return Iv(flint.arb(0), a.max(b))
         if not self.nonnegative():
             return Iv(-INF, INF)
-        if p < 0 and not self.positive():
+        if p < 0 and not bool(self.hi > 0):
             return Iv(-INF, INF)
         q = flint.arb(flint.fmpq(p.numerator, p.denominator))
-        a = self.lo ** q if self.positive() else flint.arb(0)
+        a = self.lo ** q if self.positive() else (flint.arb(0) if p > 0 else INF)
         b = self.hi ** q if bool(self.hi > 0) else flint.arb(0)
         return Iv(a, b) if p > 0 else Iv(b, a)
 
@@ -141,6 +149,10 @@ def _ipow(b: flint.arb, n: int) -> flint.arb:
             out = out * base
         base, n = base * base, n >> 1
     return out
+
+
+def _times(a: flint.arb, b: flint.arb) -> flint.arb:
+    return flint.arb(0) if a.is_zero() or b.is_zero() else a * b
 
 
 def _min(xs):
