@@ -22,6 +22,7 @@ candidate is kept: the bound stays proven, at most about twice the kink-free one
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import product
@@ -157,8 +158,10 @@ def _box(domain, dim: int) -> Box:
 
 
 def _search(root, names, box, eps, steps, text) -> ConvexApproximation:
-    """Doubling n, then bisection: the bound is proven for whatever n is returned; it is the
-    smallest passing n found this way (bounds are not monotone in n, so not always the least)."""
+    """n doubles until the bound meets eps; then the power law through the last failing and the
+    first passing n predicts n, and bisection corrects it.  The bound is proven for whatever n is
+    returned; bounds are not monotone in n, so it is the smallest passing n *found*, not always
+    the least."""
     d, tried = box.dim, {}
 
     def at(n):
@@ -172,6 +175,16 @@ def _search(root, names, box, eps, steps, text) -> ConvexApproximation:
         if n == top:
             return at(top)
         lo, n = n, min(2 * n, top)
+    if lo and at(lo).bound > 0 and at(n).bound > 0:
+        b_lo, b_hi = float(at(lo).bound), float(at(n).bound)
+        k = math.log(b_lo / b_hi) / math.log(n / lo) if b_lo > b_hi else 0
+        if k > 0:
+            guess = math.ceil(lo * (b_lo / float(eps)) ** (1 / k))
+            if lo < guess < n:      # the guess and its neighbour usually settle it
+                lo, n = (lo, guess) if at(guess).meets else (guess, n)
+                nxt = n - 1 if n == guess else lo + 1
+                if lo < nxt < n:
+                    lo, n = (lo, nxt) if at(nxt).meets else (nxt, n)
     while n - lo > 1:
         mid = (lo + n) // 2
         lo, n = (lo, mid) if at(mid).meets else (mid, n)
