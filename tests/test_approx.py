@@ -53,6 +53,9 @@ CASES = [  # expression, mpmath oracle, domain, rank, kinks to sample
     ("(x - 1/3)**4 + sqrt(1 + x**2)", lambda x: (x - mpmath.mpf(1) / 3) ** 4 + mpmath.sqrt(1 + x ** 2), "-1:1", 6, []),
     ("x**-1", lambda x: 1 / x, "1/2:2", 4, []),
     ("Max(Abs(x), Abs(y), Abs(z))", lambda x, y, z: max(abs(x), abs(y), abs(z)), "-1:1", 27, [(0, 0, 0)]),
+    # convex by the second route only (Hessian PSD on sub-boxes)
+    ("x*y + x**2 + y**2", lambda x, y: x * y + x ** 2 + y ** 2, "-1:1", 16, []),
+    ("exp(x)/y", lambda x, y: mpmath.exp(x) / y, "1:2", 9, []),
 ]
 
 
@@ -116,10 +119,25 @@ def test_smooth_rate_beats_the_lipschitz_rate():
     ("log(x)", "-1:1", DomainError, "log(x)"),
     ("x**-2", "-1:1", DomainError, "x**(-2)"),
     ("x/(y + 2)", "0:1", NotConvex, "x/(y + 2)"),
+    ("x**4 - x**2", "-1:1", NotConvex, "x**4 - x**2"),          # not convex near 0 (second route fails)
+    ("x**2 + 3*x*y + y**2", "-1:1", NotConvex, "(3*x)*y"),      # indefinite Hessian
 ])
 def test_not_convex_or_outside_the_domain_is_refused_naming_the_subexpression(text, domain, error, names):
     with pytest.raises(error, match=re.escape(names)):
         approx(text, domain, rank=4)
+
+
+def test_second_route_certifies_only_psd_hessians():
+    from exactform.prove.convexity import _cholesky_positive, _diagonally_dominant
+    from exactform.prove.intervals import Iv
+
+    def matrix(rows):
+        return [[Iv.point(F(x)) for x in row] for row in rows]
+    assert _diagonally_dominant(matrix([[2, 1], [1, 2]])) and _cholesky_positive(matrix([[1, 2], [2, 5]]))
+    assert not _diagonally_dominant(matrix([[1, 2], [2, 5]]))
+    for indefinite in ([[2, 3], [3, 2]], [[0, 1], [1, 0]], [[1, 0], [0, -1]]):
+        assert not _diagonally_dominant(matrix(indefinite)) and not _cholesky_positive(matrix(indefinite))
+    assert approx("x**4 - x**2", "1:2", rank=4).convexity[-1].rule.startswith("Hessian positive semi-definite")
 
 
 def test_convex_but_not_lipschitz_is_refused():

@@ -2,8 +2,8 @@
 ``sympify``/``eval``) and its *jets* — certified interval enclosures of the value, of the Clarke
 generalized gradient and, where the function is C², of the Hessian over a box.
 
-Grammar meaning: rational numbers, variables, ``+ −``, ``×``/``÷`` (a product or quotient of two
-non-constant terms parses but is never shown convex), ``**`` with a rational constant exponent,
+Grammar meaning: rational numbers, variables, ``+ −``, ``×``/``÷`` (of any two terms; the DCP rules
+cover only constant factors and divisors, the Hessian route the rest), ``**`` with a rational constant exponent,
 ``sqrt``, ``exp``, ``log``, ``Abs``, ``Max``, ``Min``.  At most ``MAX_NODES`` nodes and exponents with
 numerator and denominator at most ``MAX_EXPONENT``.
 

@@ -18,9 +18,12 @@ Each sub-expression gets a curvature — constant, affine, convex, concave or un
 - log-sum-exp: ``log(Σ cᵢ·exp(uᵢ) + c₀)`` with constants cᵢ > 0, c₀ ≥ 0 and convex uᵢ is convex.
 
 Anything else — a product of two non-constant terms, a sum of a convex and a concave term, a
-non-monotone atom of a non-affine argument — is *unknown*.  ``prove_convex`` returns the derivation
-when the whole expression is convex and raises ``NotConvex`` naming the innermost sub-expression
-that no rule covers (or the whole expression when it is concave), or ``DomainError`` when an atom's
+non-monotone atom of a non-affine argument — is *unknown*.  When the rules do not show the whole
+expression convex, a second route tries a certified interval proof that the Hessian is positive
+semi-definite on sub-boxes covering the box (``hessian_certificate``, smooth atoms only).
+``prove_convex`` returns the derivation when either route succeeds and raises ``NotConvex`` naming
+the innermost sub-expression that no rule covers (or the whole expression when it is concave), or
+``DomainError`` when an atom's
 argument may leave its domain on the box (``sqrt`` or a fractional power of a possibly negative
 argument, ``log`` of a possibly non-positive one, a division by a possibly zero constant).
 """
@@ -28,6 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+
+import flint
 
 from ..construct.analytic import Jet, Node, combine, evaluate, norm_terms
 from .intervals import Iv
@@ -93,9 +98,80 @@ def prove_convex(root: Node, env: dict[str, Iv], names: list[str]) -> list[Step]
     curv, _ = visit(root)
     if convex(curv):
         return steps
-    if unknown:
-        raise NotConvex(*unknown[0])
-    raise NotConvex(root, f"it is {curv}, not convex")
+    node, reason = unknown[0] if unknown else (root, f"it is {curv}, not convex")
+    boxes = hessian_certificate(root, env, names)
+    if boxes is None:
+        raise NotConvex(node, reason + "; no Hessian certificate either")
+    return steps + [Step(str(root), CONVEX, f"Hessian positive semi-definite on {boxes} sub-boxes covering "
+                                            "the box (interval Gershgorin or Cholesky); no rule covers "
+                                            f"{node}: {reason}")]
+
+
+MAX_SUBBOXES = 256
+
+
+def hessian_certificate(root: Node, env: dict[str, Iv], names: list[str]) -> int | None:
+    """The second route: for an expression of smooth atoms only (no Abs/Max/Min), split the box
+    (widest side first, at most ``MAX_SUBBOXES`` pieces) until on every piece the Hessian enclosure
+    is certified positive semi-definite — every symmetric matrix in it diagonally dominant with a
+    non-negative diagonal (Gershgorin), or positive definite by interval Cholesky.  f is then C² with
+    a PSD Hessian on the box, hence convex.  Returns the number of pieces, or None."""
+    if _has_kinks(root):
+        return None
+    boxes, done = [[(x.lower(), x.upper()) for x in (env[v] for v in names)]], 0
+    while boxes:
+        if done + len(boxes) > MAX_SUBBOXES:
+            return None
+        box = boxes.pop()
+        h = evaluate(root, {v: Iv.of(lo, hi) for v, (lo, hi) in zip(names, box)}, names, 2).h
+        if h is None or not all(x.is_finite() for row in h for x in row):
+            return None
+        if _diagonally_dominant(h) or _cholesky_positive(h):
+            done += 1
+            continue
+        k = max(range(len(box)), key=lambda i: box[i][1] - box[i][0])
+        lo, hi = box[k]
+        mid = (lo + hi) / 2
+        boxes += [box[:k] + [(lo, mid)] + box[k + 1:], box[:k] + [(mid, hi)] + box[k + 1:]]
+    return done
+
+
+def _has_kinks(n: Node) -> bool:
+    return n.op in ("abs", "max", "min") or any(_has_kinks(a) for a in n.args)
+
+
+def _diagonally_dominant(h) -> bool:
+    d = len(h)
+    for i in range(d):
+        off = flint.arb(0)
+        for j in range(d):
+            if j != i:
+                off += h[i][j].magnitude()
+        if not bool(h[i][i].lo - off >= 0):
+            return False
+    return True
+
+
+def _cholesky_positive(h) -> bool:
+    """Interval Cholesky on the lower triangle: every pivot certified > 0 ⇒ every symmetric matrix in
+    the enclosure is positive definite (each exact pivot lies in its interval)."""
+    d = len(h)
+    low = [[None] * d for _ in range(d)]
+    for k in range(d):
+        pivot = h[k][k]
+        for j in range(k):
+            pivot = pivot - low[k][j] * low[k][j]
+        if not pivot.positive():
+            return False
+        root = Iv(pivot.lo.sqrt(), pivot.hi.sqrt())
+        low[k][k] = root
+        inv = root.power(Fraction(-1))
+        for i in range(k + 1, d):
+            s = h[i][k]
+            for j in range(k):
+                s = s - low[i][j] * low[k][j]
+            low[i][k] = s * inv
+    return True
 
 
 def _check_domain(n: Node, ranges: list[Iv]) -> None:
