@@ -9,6 +9,7 @@ from itertools import product
 
 import mpmath
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from exactform.cli import main
 from exactform.construct.analytic import parse_analytic
@@ -195,3 +196,45 @@ def test_cli_exit_codes(tmp_path, capsys, monkeypatch):
     assert main(["approx", "x**2", "--domain", "0:1", "--eps", "-1", "-o", str(out)]) == 2
     assert main(["approx", "x**2", "--domain", "0:1", "--rank", "99999", "-o", str(out)]) == 2
     assert not out.exists()
+
+
+coef = st.fractions(min_value=-2, max_value=2, max_denominator=5)
+positive = st.fractions(min_value=F(1, 5), max_value=2, max_denominator=5)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["abs", "square", "exp", "norm", "max", "softplus"]),
+                          positive, coef, coef, coef), min_size=1, max_size=3),
+       st.sampled_from([4, 9, 16]))
+def test_random_convex_sums_never_exceed_the_bound(terms, rank):
+    """Random sums of convex atoms of affine maps: the string for approx and the mpmath oracle are
+    built separately from the same parameters."""
+    texts, parts = [], []
+    for kind, w, a, b, c in terms:
+        lin = f"({a})*x + ({b})*y + ({c})"
+        if kind == "abs":
+            texts.append(f"({w})*Abs({lin})")
+        elif kind == "square":
+            texts.append(f"({w})*({lin})**2")
+        elif kind == "exp":
+            texts.append(f"({w})*exp({lin})")
+        elif kind == "norm":
+            texts.append(f"({w})*sqrt((x - ({a}))**2 + (y - ({b}))**2)")
+        elif kind == "max":
+            texts.append(f"({w})*Max({lin}, ({b})*x - ({a})*y, ({c}))")
+        else:
+            texts.append(f"({w})*log(1 + exp({lin}))")
+        parts.append((kind, *[mpmath.mpf(q.numerator) / q.denominator for q in (w, a, b, c)]))
+
+    def f(x, y):
+        total = mpmath.mpf(0)
+        for kind, w, a, b, c in parts:
+            lin = a * x + b * y + c
+            total += w * {"abs": lambda: abs(lin), "square": lambda: lin ** 2, "exp": lambda: mpmath.exp(lin),
+                          "norm": lambda: mpmath.sqrt((x - a) ** 2 + (y - b) ** 2),
+                          "max": lambda: max(lin, b * x - a * y, c),
+                          "softplus": lambda: mpmath.log(1 + mpmath.exp(lin))}[kind]()
+        return total
+    a = approx(" + ".join(texts), "-1:1", rank=rank)
+    worst = oracle_worst(f, a, dense(a.net.domain, 4, a.grid, [(0, 0)]))
+    assert worst <= mpmath.mpf(a.bound.numerator) / a.bound.denominator + TOLERANCE

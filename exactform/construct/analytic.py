@@ -242,9 +242,9 @@ def combine(n: Node, kids: list[Jet], env: dict[str, Iv], names: list[str], orde
             u = Jet(u.v.nonnegative_part(), u.g, u.h)
         out = _unary(u, *_power_derivatives(u.v, n.p), order, generic)
         terms = norm_terms(n.args[0]) if n.p == Fraction(1, 2) and order >= 1 else None
-        if terms is not None and select and _exact_zero(u.v):
-            return Jet(out.v, [_zero() for _ in names], None)
-        return out if terms is None else _norm(out, u.v.positive() or generic, terms[0], env, names)
+        if terms is None:
+            return out
+        return _norm(out, u.v.positive() or generic, select and _exact_zero(u.v), terms[0], env, names)
     if op == "exp":
         e = kids[0].v.exp()
         return _unary(kids[0], e, e, e, order, generic)
@@ -311,10 +311,11 @@ def _unary(u: Jet, d0: Iv, d1: Iv, d2: Iv, order: int, generic: bool) -> Jet:
     return Jet(d0, g, h)
 
 
-def _norm(out: Jet, formula: bool, squares, env, names) -> Jet:
-    """``sqrt(Σ wᵢ uᵢ² + c₀)``: its (sub)gradients are ``Σ cᵢ ∇uᵢ`` with ``cᵢ ∈ [−√wᵢ, √wᵢ]`` (the
-    norm's dual ball), finite even where the sum vanishes; intersected with the chain-rule jet
-    ``out`` when that formula holds (``formula``: the sum is positive, or generic points only)."""
+def _norm(out: Jet, formula: bool, at_zero: bool, squares, env, names) -> Jet:
+    """``sqrt(Σ wᵢ uᵢ² + c₀)`` with wᵢ > 0: its (sub)gradients are ``Σ cᵢ ∇uᵢ`` with
+    ``cᵢ ∈ [−√wᵢ, √wᵢ]`` (the norm's dual ball), finite even where the sum vanishes; intersected with
+    the chain-rule jet ``out`` when that formula holds (``formula``: the sum is positive, or generic
+    points only); ``at_zero`` (a point where the sum is exactly 0): the subgradient 0 is selected."""
     g = [_zero() for _ in names]
     for w, u in squares:
         wv = Iv.point(ONE) if w is None else evaluate(w, env, names, 0).v
@@ -322,6 +323,8 @@ def _norm(out: Jet, formula: bool, squares, env, names) -> Jet:
             return out
         root = wv.hi.sqrt()
         g = [x + Iv(-root, root) * y for x, y in zip(g, evaluate(u, env, names, 1).g)]
+    if at_zero:
+        return Jet(out.v, [_zero() for _ in names], None)
     if formula:
         g = [a.intersect(b) for a, b in zip(out.g, g)]
     return Jet(out.v, g, out.h if formula and all(x.is_finite() for x in out.g) else None)
