@@ -98,23 +98,34 @@ def approx(expr: str | Node, domain, eps=None, rank: int | None = None,
         raise ApproxError(f"variables {sorted(missing)} are not in the variable list" if missing
                           else "the expression has no variables (give variables=...)")
     box = _box(domain, len(names))
-    eps = None if eps is None else Fraction(eps)
+    eps = None if eps is None else _exact(eps)
     if eps is not None and eps <= 0:
         raise ApproxError(f"eps must be positive, got {eps}")
+    if eps is None and rank is None:
+        raise ApproxError("give eps or rank")
     d = box.dim
     if d > MAX_DIM:
         raise ApproxError(f"{d} variables: at most {MAX_DIM}")
+    limit = rank_limit(root, d)
+    if rank is not None and not 1 <= rank <= limit:
+        raise ApproxError(f"rank {rank}: must be between 1 and {limit} (the rank limit for this "
+                          f"expression in {d}-D, see rank_limit)")
     with precision(DIGITS):
         steps = prove_convex(root, box_env(names, box.lower, box.upper), names)
         if rank is not None:
-            limit = rank_limit(root, d)
-            if not 1 <= rank <= limit:
-                raise ApproxError(f"rank {rank}: must be between 1 and {limit} (the rank limit for this "
-                                  f"expression in {d}-D, see rank_limit)")
             return _planes(root, names, box, _root(rank, d), eps, steps, str(expr))
-        if eps is None:
-            raise ApproxError("give eps or rank")
         return _search(root, names, box, eps, steps, str(expr))
+
+
+def _exact(eps) -> Fraction:
+    """ε as an exact rational: a string (``"1/10"``, ``"0.001"``) or an exact number (no floats)."""
+    from ..numbers import RationalSyntaxError, parse_decimal, parse_rational, to_fraction
+    try:
+        if isinstance(eps, str):
+            return parse_rational(eps) if "/" in eps else parse_decimal(eps)
+        return to_fraction(eps)
+    except (RationalSyntaxError, TypeError) as e:
+        raise ApproxError(f"eps: {e}") from None
 
 
 def _root(p: int, d: int) -> int:
