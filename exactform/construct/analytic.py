@@ -244,7 +244,7 @@ def combine(n: Node, kids: list[Jet], env: dict[str, Iv], names: list[str], orde
         terms = norm_terms(n.args[0]) if n.p == Fraction(1, 2) and order >= 1 else None
         if terms is None:
             return out
-        return _norm(out, u.v.positive() or generic, select and _exact_zero(u.v), terms[0], env, names)
+        return _norm(out, u.v.positive() or generic, select and _exact_zero(u.v), *terms, env, names)
     if op == "exp":
         e = kids[0].v.exp()
         return _unary(kids[0], e, e, e, order, generic)
@@ -311,11 +311,14 @@ def _unary(u: Jet, d0: Iv, d1: Iv, d2: Iv, order: int, generic: bool) -> Jet:
     return Jet(d0, g, h)
 
 
-def _norm(out: Jet, formula: bool, at_zero: bool, squares, env, names) -> Jet:
-    """``sqrt(Σ wᵢ uᵢ² + c₀)`` with wᵢ > 0: its (sub)gradients are ``Σ cᵢ ∇uᵢ`` with
-    ``cᵢ ∈ [−√wᵢ, √wᵢ]`` (the norm's dual ball), finite even where the sum vanishes; intersected with
-    the chain-rule jet ``out`` when that formula holds (``formula``: the sum is positive, or generic
-    points only); ``at_zero`` (a point where the sum is exactly 0): the subgradient 0 is selected."""
+def _norm(out: Jet, formula: bool, at_zero: bool, squares, consts, env, names) -> Jet:
+    """``sqrt(Σ wᵢ uᵢ² + c₀)`` with wᵢ > 0 and c₀ ≥ 0 (else ``out`` as it is): its (sub)gradients are
+    ``Σ cᵢ ∇uᵢ`` with ``cᵢ ∈ [−√wᵢ, √wᵢ]`` (the norm's dual ball), finite even where the sum
+    vanishes; intersected with the chain-rule jet ``out`` when that formula holds (``formula``: the
+    sum is positive, or generic points only); ``at_zero`` (a point where the sum is exactly 0): the
+    subgradient 0 is selected."""
+    if not all(evaluate(c, env, names, 0).v.nonnegative() for c in consts):
+        return out
     g = [_zero() for _ in names]
     for w, u in squares:
         wv = Iv.point(ONE) if w is None else evaluate(w, env, names, 0).v
