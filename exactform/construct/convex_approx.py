@@ -16,7 +16,8 @@ interval enclosures (``construct.analytic`` jets) give f(t) ∈ [a⁻, a⁺], �
   f(x) ≥ f(t) + g·(x − t) for all x in the box; δₖ = the distance of g̃ₖ to the ends of G_t, and
   Rₖ the reach of t in the box.
 
-All quantities are rational ends of certified enclosures, combined exactly and rounded up.  When
+All quantities are combined in ball arithmetic from the certified enclosures; the upper end of
+each resulting ball, an exact rational, is rounded up.  When
 t is a kink (G_t wide), t moves off the centre inside the cell (``OFFSETS``) and the cheapest
 candidate is kept: the bound stays proven, at most about twice the kink-free one in that cell.
 """
@@ -27,9 +28,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import product
 
+import flint
+
 from ..models import Box, MaxoutLayer, MaxoutNet
 from ..prove.convexity import Step, prove_convex
-from ..prove.enclosure import precision
+from ..prove.enclosure import ball, bounds, precision
 from ..prove.intervals import round_up, sqrt_upper
 from .analytic import Jet, Node, box_env, evaluate, parse_analytic
 
@@ -206,10 +209,6 @@ def _dyadic(q: Fraction) -> Fraction:
     return Fraction(round(q * 2 ** SLOPE_BITS), 2 ** SLOPE_BITS)
 
 
-def _ends(iv) -> tuple[Fraction, Fraction]:
-    return iv.lower(), iv.upper()
-
-
 @dataclass(frozen=True)
 class _Plane:
     weights: list[Fraction]
@@ -237,7 +236,7 @@ def _planes(root, names, box: Box, n: int, eps, steps, text) -> ConvexApproximat
         if not all(g.is_finite() for g in cell.g):
             raise ApproxError(f"could not bound the subgradient of {text} on the cell {_show(lo, hi)}: "
                               "the function may not be Lipschitz there")
-        lip = max(lip, _norm_upper([max(abs(a), abs(b)) for a, b in map(_ends, cell.g)]))
+        lip = max(lip, _up(_length(g.magnitude() for g in cell.g)))
         planes.append(_best_plane(root, names, box, lo, hi, h, cell))
     weights = [p.weights for p in planes]
     biases = [p.bias for p in planes]
@@ -245,7 +244,7 @@ def _planes(root, names, box: Box, n: int, eps, steps, text) -> ConvexApproximat
     below = max(p.lower for p in planes)
     bound = round_up(max(below, max(p.upper for p in planes), ZERO))
     lbound = round_up(max(below, max(p.lipschitz_upper for p in planes), ZERO))
-    diameter = round_up(_norm_upper([b - a for a, b in zip(box.lower, box.upper)]))
+    diameter = round_up(sqrt_upper(sum(((b - a) ** 2 for a, b in zip(box.lower, box.upper)), ZERO)))
     taylor = sum(p.taylor for p in planes)
     return ConvexApproximation(text, names, net, n, bound, lbound, round_up(lip), diameter, eps, steps,
                                {"taylor": taylor, "subgradient": len(planes) - taylor,
@@ -254,10 +253,6 @@ def _planes(root, names, box: Box, n: int, eps, steps, text) -> ConvexApproximat
 
 def _show(lo, hi) -> str:
     return " × ".join(f"[{a}, {b}]" for a, b in zip(lo, hi))
-
-
-def _norm_upper(v: list[Fraction]) -> Fraction:
-    return sqrt_upper(sum((x * x for x in v), ZERO))
 
 
 def _best_plane(root, names, box, lo, hi, h, cell) -> _Plane:
@@ -279,34 +274,51 @@ def _best_plane(root, names, box, lo, hi, h, cell) -> _Plane:
 
 
 def _plane(box, lo, hi, t, at, cell, moved) -> tuple[_Plane, Fraction]:
-    a_lo, a_hi = _ends(at.v)
-    value = _dyadic((a_lo + a_hi) / 2)
-    gt = [_ends(g) for g in at.g]
-    slope = [_dyadic((a + b) / 2) for a, b in gt]
-    delta = [max(b - s, s - a) for s, (a, b) in zip(slope, gt)]
-    gc = [_ends(g) for g in cell.g]
-    reach = [max(x - a, b - x) for x, a, b in zip(t, lo, hi)]
-    box_reach = [max(x - a, b - x) for x, a, b in zip(t, box.lower, box.upper)]
-    t1 = sum((max(b - s, s - a) * r for s, (a, b), r in zip(slope, gc, reach)), ZERO)
-    lip = _norm_upper([max(abs(a), abs(b)) for a, b in gc])
-    t2 = (lip + _norm_upper(slope)) * _norm_upper(reach)
-    terms = [t1, t2]
+    """The plane at t and its bounds (see the module docstring), computed in ball arithmetic: each
+    bound is the upper end of a ball that contains the exact expression."""
+    value = _dyadic(_mid(at.v))
+    slope = [_dyadic(_mid(g)) for g in at.g]
+    v, s = ball(value), [ball(x) for x in slope]
+    delta = [(g.hi - sk).max(sk - g.lo) for g, sk in zip(at.g, s)]
+    reach = [ball(max(x - a, b - x)) for x, a, b in zip(t, lo, hi)]
+    box_reach = [ball(max(x - a, b - x)) for x, a, b in zip(t, box.lower, box.upper)]
+    t1 = _sum((g.hi - sk).max(sk - g.lo) * r for g, sk, r in zip(cell.g, s, reach))
+    t2 = (_length(g.magnitude() for g in cell.g) + _length(s)) * _length(reach)
     t3 = _taylor(cell.h, delta, reach)
-    if t3 is not None:
-        terms.append(t3)
-    above = a_hi - value
-    upper = above + min(terms)
-    lower = value - a_lo + sum((dk * rk for dk, rk in zip(delta, box_reach)), ZERO)
-    bias = value - sum((s * x for s, x in zip(slope, t)), ZERO)
-    plane = _Plane(slope, bias, upper, above + t2, lower, t3 is not None and t3 < min(t1, t2), moved)
-    return plane, max(b - a for a, b in gt)
+    above = at.v.hi - v
+    best = t1.min(t2) if t3 is None else t1.min(t2).min(t3)
+    lower = v - at.v.lo + _sum(dk * rk for dk, rk in zip(delta, box_reach))
+    bias = value - sum((a * x for a, x in zip(slope, t)), ZERO)
+    taylor = t3 is not None and bool(t3 < t1.min(t2))
+    plane = _Plane(slope, bias, _up(above + best), _up(above + t2), _up(lower), taylor, moved)
+    return plane, max(_up(g.hi - g.lo) for g in at.g)
 
 
-def _taylor(hess, delta, reach) -> Fraction | None:
+def _taylor(hess, delta, reach):
     """``Σ δₖρₖ + ½·M·|ρ|²`` with M ≥ λ_max(∇²f) on the cell (Gershgorin), or None without a Hessian."""
     if hess is None or not all(x.is_finite() for row in hess for x in row):
         return None
-    ends = [[_ends(x) for x in row] for row in hess]
-    m = max(row[i][1] + sum((max(abs(a), abs(b)) for j, (a, b) in enumerate(row) if j != i), ZERO)
-            for i, row in enumerate(ends))
-    return sum((dk * rk for dk, rk in zip(delta, reach)), ZERO) + max(m, ZERO) * sum((r * r for r in reach), ZERO) / 2
+    m = flint.arb(0)
+    for i, row in enumerate(hess):
+        m = m.max(row[i].hi + _sum(x.magnitude() for j, x in enumerate(row) if j != i))
+    return _sum(dk * rk for dk, rk in zip(delta, reach)) + m * _sum(r * r for r in reach) / 2
+
+
+def _sum(xs) -> flint.arb:
+    out = flint.arb(0)
+    for x in xs:
+        out += x
+    return out
+
+
+def _length(xs) -> flint.arb:
+    """A ball whose upper end bounds the Euclidean length of the vector of the balls' magnitudes."""
+    return _sum(x.abs_upper() ** 2 for x in xs).sqrt()
+
+
+def _mid(iv) -> Fraction:
+    return bounds(((iv.lo + iv.hi) / 2).mid())[0]
+
+
+def _up(b: flint.arb) -> Fraction:
+    return bounds(b)[1]
