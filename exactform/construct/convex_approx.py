@@ -46,6 +46,8 @@ KINK = Fraction(1, 2 ** 30)
 OFFSETS = (Fraction(1, 16), Fraction(-1, 16), Fraction(1, 5), Fraction(-1, 5))
 AXIS_SKEW = (Fraction(1), Fraction(5, 7), Fraction(7, 11), Fraction(11, 13), Fraction(13, 17), Fraction(17, 19))
 ZERO = Fraction(0)
+MAX_BITS = 200
+_LARGEST = flint.arb(2) ** MAX_BITS
 
 
 class ApproxError(ValueError):
@@ -233,6 +235,8 @@ def _planes(root, names, box: Box, n: int, eps, steps, text) -> ConvexApproximat
         if cell.h is None:      # a kink may cross the cell: gradients at generic points are enough
             generic = evaluate(root, env, names, 1, generic=True)
             cell = Jet(cell.v, [a.intersect(b) for a, b in zip(cell.g, generic.g)], None)
+        if not cell.v.is_finite():
+            _up(cell.v.hi)                          # raises the magnitude error
         if not all(g.is_finite() for g in cell.g):
             raise ApproxError(f"could not bound the subgradient of {text} on the cell {_show(lo, hi)}: "
                               "the function may not be Lipschitz there")
@@ -317,8 +321,12 @@ def _length(xs) -> flint.arb:
 
 
 def _mid(iv) -> Fraction:
-    return bounds(((iv.lo + iv.hi) / 2).mid())[0]
+    return _up(((iv.lo + iv.hi) / 2).mid())
 
 
 def _up(b: flint.arb) -> Fraction:
+    """The upper end of b as a rational; refused beyond ``2^MAX_BITS`` in magnitude (bounded work)."""
+    if not b.is_finite() or not bool(b.abs_upper() <= _LARGEST):
+        raise ApproxError(f"a value, slope or curvature of f on the box exceeds 2^{MAX_BITS} in magnitude "
+                          "(or could not be enclosed): use a smaller domain")
     return bounds(b)[1]

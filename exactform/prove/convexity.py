@@ -188,7 +188,9 @@ def _check_domain(n: Node, ranges: list[Iv]) -> None:
 
 
 def _show(x: Iv) -> str:
-    return f"[{float(x.lower()):.6g}, {float(x.upper()):.6g}]" if x.is_finite() else "(−∞, ∞)"
+    if not x.is_finite():
+        return "(−∞, ∞)"
+    return f"[{x.lo.lower().str(6, radius=False)}, {x.hi.upper().str(6, radius=False)}]"
 
 
 def _sign(n: Node, env, names) -> int:

@@ -195,5 +195,10 @@ def round_down(q: Fraction, digits: int = 12) -> Fraction:
 
 
 def _scale(q: Fraction, digits: int) -> Fraction:
-    """``10^e`` with ``q·10^e`` about ``digits`` digits long (q > 0)."""
-    return Fraction(10) ** (digits - len(str(q.numerator)) + len(str(q.denominator)))
+    """``10^s`` with ``q·10^s`` exactly ``digits`` digits before the point (q > 0)."""
+    e = (q.numerator.bit_length() - q.denominator.bit_length()) * 30103 // 100000   # ≈ ⌊log₁₀ q⌋
+    while Fraction(10) ** (e + 1) <= q:
+        e += 1
+    while Fraction(10) ** e > q:
+        e -= 1
+    return Fraction(10) ** (digits - 1 - e)
