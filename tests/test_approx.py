@@ -186,6 +186,10 @@ def test_limits_are_refused_before_work():
         approx("x1 + x2 + x3 + x4 + x5 + x6 + x7", "0:1", rank=1)
     with pytest.raises(ApproxError, match="lower bound must be below"):
         approx("x**2", "1:1", rank=1)
+    with pytest.raises(ApproxError, match="distinct names"):
+        approx("x**2", "0:1", rank=1, variables=["x", "x"])
+    with pytest.raises(ApproxError, match="not in the variable list"):
+        approx("x**2 + y", "0:1", rank=1, variables=["x"])
 
 
 def test_eps_search_returns_a_rank_meeting_eps():

@@ -99,6 +99,8 @@ def approx(expr: str | Node, domain, eps=None, rank: int | None = None,
     root = parse_analytic(expr) if isinstance(expr, str) else expr
     names = list(variables) if variables else sorted(root.variables())
     missing = root.variables() - set(names)
+    if len(set(names)) != len(names) or not all(v.isidentifier() for v in names):
+        raise ApproxError(f"variables {names}: distinct names required")
     if not names or missing:
         raise ApproxError(f"variables {sorted(missing)} are not in the variable list" if missing
                           else "the expression has no variables (give variables=...)")
