@@ -118,6 +118,15 @@ def test_a_wrong_bound_fails_the_oracle():
     assert worst_moved > mpmath.mpf(1) / 64
 
 
+def test_anisotropic_quadratic_bound_is_the_exact_worst_error():
+    """10x² + y², 8×8 cells of side 1/8: the worst error, at a cell corner, is 11·(1/16)² = 11/256;
+    the Taylor term with the Hessian's diagonal gives exactly that (Gershgorin's would give 20/256)."""
+    a = approx("10*x**2 + y**2", "0:1", rank=64)
+    assert a.bound == F(11, 256)
+    worst = oracle_worst(lambda x, y: 10 * x ** 2 + y ** 2, a, dense(a.net.domain, 2, a.grid))
+    assert abs(worst - mpmath.mpf(11) / 256) < mpmath.mpf(10) ** -9
+
+
 def test_smooth_rate_beats_the_lipschitz_rate():
     """Taylor bound O(P^{-2/d}) for smooth f, Lipschitz bound O(P^{-1/d}) for the norm's kink."""
     smooth = [approx("log(exp(x) + exp(y))", "0:1", rank=n * n).bound for n in (4, 8)]

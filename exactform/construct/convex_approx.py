@@ -10,8 +10,8 @@ interval enclosures (``construct.analytic`` jets) give f(t) ∈ [a⁻, a⁺], �
   T₁ = Σₖ maxₖ|G_C − g̃ₖ|·ρₖ (ρₖ = the reach of t in C along axis k), and its Lipschitz form
   T₂ = (L_C + |g̃|)·|ρ| with L_C ≥ sup|G_C| a Lipschitz bound of f on C — so the error is
   ≤ 2·L·r + rounding, r the covering radius: O(L·D·P^{−1/d}) on a box of diameter D;
-  T₃ = Σₖ δₖρₖ + ½·M·|ρ|² (Taylor, only where the Hessian enclosure on C exists: f is C² there,
-  M ≥ λ_max by Gershgorin) — O(P^{−2/d}) for smooth f.
+  T₃ = Σₖ δₖρₖ + ½·(Σᵢ Hᵢᵢ⁺ρᵢ² + Σ_{i≠j} |Hᵢⱼ|ρᵢρⱼ) (Taylor, only where the Hessian enclosure H on
+  C exists: f is C² there; at most ½·M·|ρ|² with M Gershgorin's bound) — O(P^{−2/d}) for smooth f.
 - net − f ≤ max over planes of (ṽ − a⁻) + Σₖ δₖ·Rₖ, because some g ∈ ∂f(t) lies in G_t, so
   f(x) ≥ f(t) + g·(x − t) for all x in the box; δₖ = the distance of g̃ₖ to the ends of G_t, and
   Rₖ the reach of t in the box.
@@ -301,13 +301,15 @@ def _plane(box, lo, hi, t, at, cell, moved) -> tuple[_Plane, Fraction]:
 
 
 def _taylor(hess, delta, reach):
-    """``Σ δₖρₖ + ½·M·|ρ|²`` with M ≥ λ_max(∇²f) on the cell (Gershgorin), or None without a Hessian."""
+    """``Σ δₖρₖ + ½·max (x − t)ᵀ∇²f(x − t)`` over |xᵢ − tᵢ| ≤ ρᵢ, bounded by
+    ``½(Σᵢ max(Hᵢᵢ, 0)·ρᵢ² + Σ_{i≠j} |Hᵢⱼ|·ρᵢρⱼ)`` with H the Hessian enclosure on the cell (this is at
+    most Gershgorin's ``½·M·|ρ|²``), or None without a Hessian."""
     if hess is None or not all(x.is_finite() for row in hess for x in row):
         return None
-    m = flint.arb(0)
-    for i, row in enumerate(hess):
-        m = m.max(row[i].hi + _sum(x.magnitude() for j, x in enumerate(row) if j != i))
-    return _sum(dk * rk for dk, rk in zip(delta, reach)) + m * _sum(r * r for r in reach) / 2
+    zero = flint.arb(0)
+    quadratic = _sum((row[i].hi.max(zero) if i == j else x.magnitude()) * reach[i] * reach[j]
+                     for i, row in enumerate(hess) for j, x in enumerate(row))
+    return _sum(dk * rk for dk, rk in zip(delta, reach)) + quadratic / 2
 
 
 def _sum(xs) -> flint.arb:
