@@ -1,9 +1,10 @@
-"""Claim C6: CPWL functions compile to exact Maxout nets (hence Transformers), each proved equal to
-its input on the domain; convex Lipschitz functions — convexity proved by DCP rules — are
-approximated by supporting planes with a proven uniform bound.  The table gives the proven bound
-against the rank P beside the Lipschitz rate L·D·P^(-1/d) for a non-smooth and a smooth example,
-and the worst error sampled by an independent mpmath evaluation (50 digits, every half-cell point,
-the kink included), which must never exceed the bound.
+"""Claim C6 (docs/spec.md §3): CPWL functions compile to exact Maxout nets (hence Transformers), each
+proved equal to its input on the domain; convex Lipschitz functions — convexity proved by DCP rules
+or a certified Hessian — are approximated by supporting planes with a proven uniform bound
+(docs/approx.md).  The table gives the proven bound against the rank P beside the Lipschitz rate
+L·D·P^(-1/d) for a non-smooth and a smooth example, and the worst error sampled by an independent
+mpmath evaluation (50 digits, every half-cell point, the kink included), which must never exceed
+the bound.
 
 Usage: python proofs/C6.py [--json] [--out DIR]     (exit 0: every check holds; 1: one fails)
 """
