@@ -12,7 +12,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-API = ("load", "save", "compile", "certify", "check", "import_network", "from_torch", "softmax",
+API = ("load", "save", "compile", "certify", "check", "import_network", "from_torch", "softmax", "approx",
        "evaluate", "CheckResult", "SoftmaxResult", "NotProved", "MaxoutNet", "Transformer", "InputError")
 __all__ = ["__version__", *API]
 

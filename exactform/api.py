@@ -146,6 +146,13 @@ class SoftmaxResult:
     certificate: dict[str, Any]
 
 
+def approx(expr: str, domain: Domain, eps: Number | None = None, rank: int | None = None):
+    """A Maxout net within a proven uniform bound of the convex Lipschitz ``expr`` on ``domain``
+    (claim C6; convexity verified first, ``ValueError`` naming the sub-expression otherwise)."""
+    from .construct.convex_approx import approx as build
+    return build(expr, domain, eps=eps, rank=rank)
+
+
 def softmax(net: MaxoutNet, eps: Number) -> SoftmaxResult:
     """The token-shift Transformer of ``net`` with softmax(λ) attention, λ the least scale whose
     proven bound meets ``eps`` (claim C5); ``NotProved`` if none does."""
