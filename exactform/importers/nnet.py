@@ -21,7 +21,6 @@ from ..models import Box, MaxoutNet
 from .affine import ZERO, Affine, Tracer
 
 
-
 def load_nnet(path: str, domain) -> MaxoutNet:
     """``domain(input_dim) -> Box`` builds the user's box once the input width is known."""
     try:
@@ -78,7 +77,7 @@ def load_nnet(path: str, domain) -> MaxoutNet:
         if l < layers - 1:
             x = tracer.relu(x)
     x = x.scaled([ranges[-1]] * outputs).shifted([means[-1]] * outputs)
-    return tracer.network(x, box)
+    return tracer.network(x, box, path)
 
 
 def _clipped_input(tracer: Tracer, box: Box, mins, maxs, path: str) -> Affine:
@@ -105,5 +104,5 @@ def _clipped_input(tracer: Tracer, box: Box, mins, maxs, path: str) -> Affine:
             row[-2], row[-1] = Fraction(1), Fraction(-1)
             offset.append(mins[i])
         recover.append(row)
-    hidden = tracer.relu(Affine([w for w, _ in pre], [b for _, b in pre], tracer.frame))
+    hidden = tracer.relu(tracer.input.then([w for w, _ in pre], [b for _, b in pre]))
     return hidden.then([r + [ZERO] * (len(pre) - len(r)) for r in recover], offset)
