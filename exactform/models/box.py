@@ -69,9 +69,11 @@ def parse_domain(text: str) -> list[tuple[Fraction, Fraction]]:
     return pairs
 
 
-def domain_box(pairs: list[tuple[Fraction, Fraction]], dim: int, source: str = "--domain") -> Box:
-    """One pair for every coordinate, or a single pair for all of them."""
-    if len(pairs) not in (1, dim):
-        raise InputError(source, "", f"{len(pairs)} L:U pairs for {dim} input(s); give one pair or one per input")
+def domain_box(pairs: list[tuple[Fraction, Fraction]], dim: int, source: str = "--domain",
+               broadcast: bool = True) -> Box:
+    """One pair for every coordinate, or (``broadcast``) a single pair for all of them."""
+    if len(pairs) not in ((1, dim) if broadcast else (dim,)):
+        raise InputError(source, "", f"{len(pairs)} L:U pairs for {dim} input(s); give "
+                         f"{'one pair or ' if broadcast else ''}one per input")
     pairs = pairs * dim if len(pairs) == 1 else pairs
     return Box(tuple(lo for lo, _ in pairs), tuple(hi for _, hi in pairs))
