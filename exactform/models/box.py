@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from itertools import product
 
-from ..formats import InputError, Reader, encode_vector
+from ..formats import InputError, Reader, encode_row
 from ..numbers import RationalSyntaxError, parse_decimal, parse_rational
 
 _DECIMAL = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
@@ -40,12 +40,12 @@ class Box:
         return product(*zip(self.lower, self.upper))
 
     def to_json(self) -> dict:
-        return {"lower": encode_vector(self.lower), "upper": encode_vector(self.upper)}
+        return {"lower": encode_row(self.lower), "upper": encode_row(self.upper)}
 
     @classmethod
     def from_json(cls, r: Reader, dim: int) -> "Box":
         r.dict({"lower", "upper"})
-        lower, upper = r.field("lower").vector(dim), r.field("upper").vector(dim)
+        lower, upper = r.field("lower").vector(dim, sparse=True), r.field("upper").vector(dim, sparse=True)
         for i, (lo, hi) in enumerate(zip(lower, upper)):
             if lo > hi:
                 raise r.field("lower").item(i).error(f"lower bound {lo} exceeds upper bound {hi}")
