@@ -13,6 +13,7 @@ import json
 import os
 import tempfile
 from fractions import Fraction
+from itertools import compress
 from pathlib import Path
 
 from .numbers import RationalSyntaxError, format_rational, parse_rational
@@ -204,7 +205,7 @@ def encode_row(values: list[Fraction]) -> list[str] | dict:
     """A model vector, sparse exactly when fewer than half of its entries are non-zero
     (``2·nonzeros < length``, a deterministic choice so files stay byte-reproducible):
     ``{"length": n, "index": [i0, i1, ...], "value": ["q0", "q1", ...]}``, else a dense list."""
-    nonzero = [i for i, v in enumerate(values) if v]
+    nonzero = list(compress(range(len(values)), map(bool, values)))
     if 2 * len(nonzero) < len(values):
         return {"length": len(values), "index": nonzero, "value": [format_rational(values[i]) for i in nonzero]}
     return encode_vector(values)

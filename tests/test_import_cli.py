@@ -59,6 +59,15 @@ def test_self_check_passes_on_acasxu_and_reports_the_worst_difference(tmp_path):
     assert check["agrees"] and 0 < check["worst"] < 1e-4 and check["points"] == 32
 
 
+def test_nnet_self_check_through_the_clipping_layer(tmp_path):
+    r = cli("import", "data/acasxu/ACASXU_run2a_1_1_batch_2000.nnet", "--domain", "-100:70000", "-o",
+            tmp_path / "n.json", "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["widths"][1] == 10 and summary["self_check"]["agrees"]       # the clip layer is there
+    assert summary["self_check"]["tolerance"] == 1e-9 and summary["self_check"]["worst"] < 1e-12
+
+
 def test_torch_cnn_file_with_input_shape(tmp_path):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),

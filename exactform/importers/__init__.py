@@ -43,8 +43,7 @@ def import_network(path: str, domain: list[tuple[Fraction, Fraction]], input_sha
 
 
 def reference(path: str, input_shape=None):
-    """The source's own float evaluation for the self-check, ``(f(points) -> outputs, name)``, or
-    ``(None, reason)`` where there is none."""
+    """The source's own float evaluation for the self-check: ``(f(points) -> outputs, name)``."""
     kind = _kind(path)
     if kind == "onnx":
         from .onnx import onnxruntime_reference
@@ -54,4 +53,5 @@ def reference(path: str, input_shape=None):
         module = load_module(path)
         shape = tuple(input_shape) if input_shape is not None else default_input_shape(module, path)
         return torch_reference(module, shape), "torch (float64)"
-    return None, "a .nnet file has no float evaluator to compare with"
+    from .nnet import nnet_reference
+    return nnet_reference(path), "the .nnet text in float64"
