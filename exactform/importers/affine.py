@@ -4,8 +4,7 @@ Invariant: every traced value is an affine map ``A·v + b`` (``Fraction`` entrie
 sparse rows) of the current *frame* ``v`` — the network input, or the output of the last Maxout
 layer. A nonlinearity closes the frame into a Maxout layer and opens a new one; values still
 needed later are carried into the new frame by pass-through units (a rank-1 Maxout unit is an
-affine map). The final value is the read-out. Nothing is rounded: weights enter through
-``numbers.from_float``.
+affine map). The final value is the read-out. Nothing is rounded.
 """
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from fractions import Fraction
 
 from ..formats import InputError
 from ..models import Box, MaxoutLayer, MaxoutNet
-from ..numbers import MAX_DIGITS, from_float
+from ..numbers import MAX_DIGITS
 
 Matrix = list[list[Fraction]]
 Row = dict[int, Fraction]
@@ -23,15 +22,6 @@ Terms = list[tuple[int, Fraction]]
 """A linear combination ``Σ c·value[k]`` of the entries of a traced value, as ``(k, c)`` pairs."""
 ZERO = Fraction(0)
 ONE = Fraction(1)
-
-
-def exact_matrix(rows) -> Matrix:
-    """A nested list/array of binary floats as exact rationals (float32 widens exactly)."""
-    return [[from_float(float(x)) for x in row] for row in rows]
-
-
-def exact_vector(values) -> list[Fraction]:
-    return [from_float(float(x)) for x in values]
 
 
 def combine(rows: list[Row], terms: Terms) -> Row:
@@ -86,9 +76,6 @@ class Affine:
     def gather(self, indices) -> "Affine":
         """Entries ``self[k]`` for ``k`` in ``indices`` (rows are shared, not copied)."""
         return Affine([self.rows[k] for k in indices], [self.bias[k] for k in indices], self.width, self.frame)
-
-    def plus(self, other: "Affine") -> "Affine":
-        return self.compose_pairs(other, ONE)
 
     def compose_pairs(self, other: "Affine", sign: Fraction) -> "Affine":
         """Entrywise ``self + sign·other`` (same sizes, same frame)."""
@@ -157,10 +144,6 @@ class Tracer:
         return (Affine([{i: ONE} for i in range(len(units))], [ZERO] * len(units), width, frame,
                        len(units) == width),
                 [Affine(c.rows, c.bias, width, frame) for c in carried])
-
-    def maxout(self, pieces: list[Affine]) -> Affine:
-        """Close the frame: unit i is ``max_j pieces[j]_i``; returns the new frame's values."""
-        return self.close([[(p.rows[i], p.bias[i]) for p in pieces] for i in range(pieces[0].size)])[0]
 
     def relu(self, value: Affine) -> Affine:
         return self.close([[(row, b), ({}, ZERO)] for row, b in zip(value.rows, value.bias)])[0]

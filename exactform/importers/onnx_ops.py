@@ -325,9 +325,9 @@ def op_matmul(low, node, args):
 def op_gemm(low, node, args):
     a, b = args[0], args[1]
     if attr(node, "transA", 0):
-        a = op_transpose(low, node_without_perm, [a])
+        a = _layout(a, lambda g: g.T)
     if attr(node, "transB", 0):
-        b = op_transpose(low, node_without_perm, [b])
+        b = _layout(b, lambda g: g.T)
     y = matmul(low, a, b)
     alpha, beta = attr(node, "alpha", ONE), attr(node, "beta", ONE)
     if alpha != ONE:
@@ -340,13 +340,6 @@ def op_gemm(low, node, args):
         if y.shape != shape:
             raise NodeError(f"the bias does not broadcast to the product {list(shape)}")
     return y
-
-
-class _NoAttributes:
-    attribute = ()
-
-
-node_without_perm = _NoAttributes()
 
 
 # --- convolution and pooling -----------------------------------------------------------------------
