@@ -13,10 +13,11 @@ import json
 import os
 import tempfile
 from fractions import Fraction
-from itertools import compress
+from itertools import compress, repeat
+from operator import is_not
 from pathlib import Path
 
-from .numbers import RationalSyntaxError, format_rational, parse_rational
+from .numbers import ZERO, RationalSyntaxError, format_rational, parse_rational
 
 
 class InputError(Exception):
@@ -138,8 +139,11 @@ def _kind(value: object) -> str:
     return repr(value) if isinstance(value, FloatLiteral) else type(value).__name__
 
 
-_parse_cached = functools.lru_cache(maxsize=1 << 16)(parse_rational)
-"""``parse_rational`` memoised (Fractions are immutable, so sharing them is safe)."""
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_cached(text: object) -> Fraction:
+    """``parse_rational`` memoised (Fractions are immutable, so sharing them is safe); "0" is
+    ``numbers.ZERO``."""
+    return ZERO if text == "0" else parse_rational(text)
 
 
 def load_json(path: str | os.PathLike) -> Reader:
@@ -205,8 +209,10 @@ def encode_row(values: list[Fraction]) -> list[str] | dict:
     """A model vector, sparse exactly when fewer than half of its entries are non-zero
     (``2·nonzeros < length``, a deterministic choice so files stay byte-reproducible):
     ``{"length": n, "index": [i0, i1, ...], "value": ["q0", "q1", ...]}``, else a dense list."""
-    nonzero = list(compress(range(len(values)), map(bool, values)))
-    if 2 * len(nonzero) < len(values):
+    zeros = values.count(ZERO)
+    if 2 * (len(values) - zeros) < len(values):
+        candidates = compress(range(len(values)), map(is_not, values, repeat(ZERO))) if zeros < len(values) else ()
+        nonzero = [i for i in candidates if values[i]]      # C-speed skip of the shared zero
         return {"length": len(values), "index": nonzero, "value": [format_rational(values[i]) for i in nonzero]}
     return encode_vector(values)
 
@@ -217,7 +223,6 @@ def encode_rows(rows: list[list[Fraction]]) -> list:
 
 MAX_SPARSE_LENGTH = 10 ** 6
 """Largest ``length`` of a sparse vector (the dense form it stands for must fit in memory)."""
-ZERO = Fraction(0)
 
 
 def canonical_json(obj: object) -> str:

@@ -13,14 +13,13 @@ from fractions import Fraction
 
 from ..formats import InputError
 from ..models import Box, MaxoutLayer, MaxoutNet
-from ..numbers import MAX_DIGITS
+from ..numbers import MAX_DIGITS, ZERO
 
 Matrix = list[list[Fraction]]
 Row = dict[int, Fraction]
 """A sparse row ``{column: non-zero coefficient}``; rows are shared between values, never mutated."""
 Terms = list[tuple[int, Fraction]]
 """A linear combination ``Σ c·value[k]`` of the entries of a traced value, as ``(k, c)`` pairs."""
-ZERO = Fraction(0)
 ONE = Fraction(1)
 
 

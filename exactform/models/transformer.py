@@ -15,7 +15,7 @@ from functools import cached_property, lru_cache
 import flint
 
 from ..formats import Reader, check_format, encode_row, encode_rows, sha256
-from ..numbers import QMatrix, format_rational, selection, to_sympy
+from ..numbers import ZERO, QMatrix, format_rational, selection, to_sympy
 from .box import Box
 
 Matrix = list[list[Fraction]]
@@ -273,8 +273,8 @@ class Transformer:
             sum(len(v) for v in self.vectors())
 
     def nonzero_count(self) -> int:
-        return sum(1 for m in self.matrices() for row in m for x in row if x) + \
-            sum(1 for v in self.vectors() for x in v if x)
+        return sum(len(row) - row.count(ZERO) for m in self.matrices() for row in m) + \
+            sum(len(v) - v.count(ZERO) for v in self.vectors())
 
     def matrices(self) -> list[Matrix]:
         out = [self.embed_weight, self.embed_bias, self.readout_weight]
