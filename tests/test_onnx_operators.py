@@ -207,3 +207,27 @@ def test_product_of_two_inputs_is_refused(tmp_path):
     path = _graph(tmp_path / "m.onnx", [helper.make_node("Mul", ["x", "x"], ["y"])], {}, [1, 2], [1, 2], 13)
     with pytest.raises(InputError, match="not affine"):
         import_network(path, UNIT)
+
+
+def test_clip_with_min_above_max_is_max_everywhere(tmp_path):
+    from onnx import helper
+    inits = {"lo": np.array(0.5), "hi": np.array(-0.25)}
+    nodes = [helper.make_node("Clip", ["x", "lo", "hi"], ["c"]), helper.make_node("Add", ["c", "x"], ["y"])]
+    net = agrees(_graph(tmp_path / "clip.onnx", nodes, inits, [1, 2], [1, 2], 13))
+    assert net([Fraction(1, 3), Fraction(-1)]) == [Fraction(1, 3) - Fraction(1, 4), Fraction(-5, 4)]
+
+
+@pytest.mark.parametrize("node,message", [
+    (("Transpose", ["x"], ["y"], {"perm": [0, 2]}), "node 0: Transpose: cannot lower"),
+    (("Reshape", ["x", "s"], ["y"], {}), "node 0: Reshape: cannot reshape"),
+    (("Conv", ["x", "k"], ["y"], {}), "node 0: Conv: kernel"),
+])
+def test_malformed_nodes_are_one_line(tmp_path, node, message):
+    from onnx import helper
+    op, ins, outs, attrs = node
+    inits = {"s": np.array([3], np.int64), "k": np.ones((1, 3, 1), np.float32)}
+    path = _graph(tmp_path / "m.onnx", [helper.make_node(op, ins, outs, **attrs)],
+                  {k: v for k, v in inits.items() if k in ins}, [1, 2], [1, 2], 13)
+    r = subprocess.run([sys.executable, "-m", "exactform.cli", "import", path, "--domain", "-1:1", "-o",
+                        str(tmp_path / "o.json")], capture_output=True, text=True)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.stderr

@@ -83,6 +83,9 @@ def load_onnx(path: str, domain, notes: list[str] | None = None, model=None) -> 
             result = convert(low, node, args)
         except NodeError as e:
             raise InputError(path, where, f"{node.op_type}: {e}") from None
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:   # a malformed node
+            raise InputError(path, where, f"{node.op_type}: cannot lower this node "
+                             f"({type(e).__name__}: {str(e)[:120]})") from None
         low.values[node.output[0]] = result
         for n in node.input:
             if n and low.last_use.get(n, -1) <= index and n != graph.output[0].name:

@@ -82,6 +82,12 @@ def constant(value, what: str) -> np.ndarray:
     return value
 
 
+def constant_free(x) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise NodeError("this operator is lowered on input-dependent values only, not on constants")
+    return x
+
+
 def axis_of(axis: int, rank: int) -> int:
     if not -rank <= axis < rank:
         raise NodeError(f"axis {axis} out of range for rank {rank}")
@@ -363,9 +369,7 @@ def _window_attrs(node, spatial, kernel):
 
 
 def op_conv(low, node, args):
-    x = args[0]
-    if not isinstance(x, Tensor):
-        raise NodeError("a convolution of constants")
+    x = constant_free(args[0])
     w = fractions(constant(args[1], "the kernel"))
     bias = optional(args, 2)
     n, channels, *spatial = x.shape
@@ -403,11 +407,9 @@ def _pool_windows(node, x: Tensor, global_pool: bool):
 
 
 def op_maxpool(low, node, args, global_pool=False):
-    x = args[0]
+    x = constant_free(args[0])
     if len(node.output) > 1 and node.output[1]:
         raise NodeError("the Indices output is not a function of the values")
-    if not isinstance(x, Tensor):
-        raise NodeError("pooling of constants")
     shape, wins = _pool_windows(node, x, global_pool)
     grid = x.grid()
     units = []
@@ -426,7 +428,7 @@ def op_global_maxpool(low, node, args):
 
 
 def op_avgpool(low, node, args, global_pool=False):
-    x = args[0]
+    x = constant_free(args[0])
     shape, wins = _pool_windows(node, x, global_pool)
     include_pad = not global_pool and attr(node, "count_include_pad", 0)
     grid = x.grid()
@@ -444,7 +446,7 @@ def op_global_avgpool(low, node, args):
 
 
 def op_batchnorm(low, node, args):
-    x = args[0]
+    x = constant_free(args[0])
     if attr(node, "training_mode", 0) or any(node.output[1:]):
         raise NodeError("training mode (running statistics as outputs)")
     scale, shift, mean, var = (list(fractions(constant(a, "a statistic")).ravel()) for a in args[1:5])
@@ -493,9 +495,7 @@ def _reduction_groups(node, args, x: Tensor):
 
 
 def op_reduce_max(low, node, args, sign=ONE):
-    x = args[0]
-    if not isinstance(x, Tensor):
-        raise NodeError("a reduction of constants")
+    x = constant_free(args[0])
     shape, groups = _reduction_groups(node, args, x)
     if shape is None:
         return x
@@ -510,7 +510,7 @@ def op_reduce_min(low, node, args):
 
 
 def op_reduce_mean(low, node, args, mean=True):
-    x = args[0]
+    x = constant_free(args[0])
     shape, groups = _reduction_groups(node, args, x)
     if shape is None:
         return x
@@ -524,6 +524,8 @@ def op_reduce_sum(low, node, args):
 # --- Maxout units ----------------------------------------------------------------------------------------
 def op_relu(low, node, args):
     x = args[0]
+    if not isinstance(x, Tensor):
+        return np.maximum(fractions(x), ZERO)
     return low.maxout(x.shape, [[(r, b), ({}, ZERO)] for r, b in zip(x.affine.rows, x.affine.bias)])
 
 
@@ -538,12 +540,12 @@ def _leaky(low, x: Tensor, slopes: list[Fraction]) -> Tensor:
 
 
 def op_leaky_relu(low, node, args):
-    x = args[0]
+    x = constant_free(args[0])
     return _leaky(low, x, [attr(node, "alpha", from_float(float(np.float32(0.01))))] * x.size)
 
 
 def op_prelu(low, node, args):
-    x = args[0]
+    x = constant_free(args[0])
     slope = fractions(constant(args[1], "the slope"))
     return _leaky(low, x, list(np.broadcast_to(slope, x.shape).ravel()))
 
@@ -565,8 +567,8 @@ def op_clip(low, node, args):
         return low.maxout(x.shape, [[(r, b), ({}, lo)] for r, b in zip(rows, bias)])
     if lo is None:
         return low.maxout(x.shape, [negate([(r, b), ({}, hi)]) for r, b in zip(rows, bias)], [-ONE] * x.size)
-    if lo > hi:
-        raise NodeError(f"min {lo} exceeds max {hi}")
+    if lo > hi:                                  # the ONNX rule: every entry becomes max
+        return low.as_tensor(np.full(x.shape, hi, dtype=object))
     # clip(x) = lo + relu(x − lo) − relu(x − hi): two ReLU units per entry in one layer
     units = [[(r, b - c), ({}, ZERO)] for c in (lo, hi) for r, b in zip(rows, bias)]
     both = low.maxout((2, x.size), units)
