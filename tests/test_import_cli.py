@@ -172,3 +172,15 @@ def test_cli_vnnlib_domain(tmp_path):
     prop.write_text("(declare-const X_0 Real)\n(assert (>= X_0 0))\n(assert (<= X_0 1))\n")
     r = cli("import", "data/acasxu/ACASXU_run2a_1_1_batch_2000.onnx", "--vnnlib", prop, "-o", tmp_path / "n.json")
     assert r.returncode == 2 and str(prop) in r.stderr and "5 input(s)" in r.stderr
+
+
+def test_residual_net_with_pass_through_units_compiles_certifies_and_checks(tmp_path):
+    from exactform.formats import write_json
+    torch.manual_seed(5)
+    net = from_module(Skip(), (-1, 1))
+    assert 1 in net.layers[0].ranks                      # the skip branch rides on rank-1 units
+    write_json(tmp_path / "n.json", net.to_json())
+    assert cli("compile", tmp_path / "n.json", "-o", tmp_path / "t.json").returncode == 0
+    assert cli("certify", tmp_path / "n.json", tmp_path / "t.json", "-o", tmp_path / "c.json").returncode == 0
+    r = cli("check", tmp_path / "c.json")
+    assert r.returncode == 0, r.stdout + r.stderr
