@@ -42,7 +42,8 @@ def sample_points(box: Box, count: int, seed: int = 0) -> list[list[Fraction]]:
     rng = random.Random(seed)
     raw = [[(lo + hi) / 2 for lo, hi in zip(box.lower, box.upper)], list(box.lower), list(box.upper)]
     while len(raw) < count:
-        raw.append([lo + (hi - lo) * Fraction(rng.randint(0, 1 << 20), 1 << 20) for lo, hi in zip(box.lower, box.upper)])
+        raw.append([lo + (hi - lo) * Fraction(rng.randint(0, 1 << 20), 1 << 20)
+                    for lo, hi in zip(box.lower, box.upper)])
     out = []
     for p in raw[:count]:
         point = []
