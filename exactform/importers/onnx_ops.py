@@ -1,4 +1,4 @@
-"""Exact converters of ONNX operators, one function per operator (tested at opsets 10–18).
+"""Exact converters of ONNX operators, one function per operator (tested at opsets 10, 13, 16, 18).
 
 Each converter takes the ``Lowering``, the node, its arguments (``Tensor`` for values that depend
 on the network input, NumPy arrays for constants: ``Fraction`` objects for floats, ``int64`` for
