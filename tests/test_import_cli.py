@@ -184,3 +184,19 @@ def test_residual_net_with_pass_through_units_compiles_certifies_and_checks(tmp_
     assert cli("certify", tmp_path / "n.json", tmp_path / "t.json", "-o", tmp_path / "c.json").returncode == 0
     r = cli("check", tmp_path / "c.json")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_file_onnxruntime_cannot_run_is_one_line_unless_no_verify(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 99                                   # onnxruntime refuses to load it
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    r = cli("import", tmp_path / "m.onnx", "--domain", "-1:1", "-o", tmp_path / "m.json")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--no-verify" in r.stderr
+    assert not (tmp_path / "m.json").exists()
+    r = cli("import", tmp_path / "m.onnx", "--domain", "-1:1", "-o", tmp_path / "m.json", "--no-verify")
+    assert r.returncode == 0 and (tmp_path / "m.json").exists()

@@ -109,10 +109,22 @@ def onnxruntime_reference(path: str):
     dtype = np.float64 if elem == 11 else np.float32
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    try:
+        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime raises its own exception types for files it cannot run
+        raise _unrunnable(path, e) from None
 
     def run(points):
-        return [session.run(None, {name: np.array([float(v) for v in p], dtype=dtype).reshape(shape)})[0]
-                .astype(np.float64).ravel().tolist() for p in points]
+        try:
+            return [session.run(None, {name: np.array([float(v) for v in p], dtype=dtype).reshape(shape)})[0]
+                    .astype(np.float64).ravel().tolist() for p in points]
+        except Exception as e:
+            raise _unrunnable(path, e) from None
     run.dtype = dtype
     return run
+
+
+def _unrunnable(path: str, error: Exception) -> InputError:
+    first = (str(error).strip().splitlines() or [""])[0][:160]
+    return InputError(path, "", f"onnxruntime cannot run this file for the self-check ({type(error).__name__}: "
+                      f"{first}); --no-verify imports it without the self-check")
