@@ -13,10 +13,12 @@ import json
 import os
 import tempfile
 from fractions import Fraction
+from itertools import compress, repeat
+from operator import is_not
 from pathlib import Path
 
 from .errors import InputError as InputError   # re-exported: commands raise formats.InputError
-from .numbers import RationalSyntaxError, format_rational, parse_rational
+from .numbers import ZERO, RationalSyntaxError, format_rational, parse_rational
 
 
 class Reader:
@@ -81,8 +83,11 @@ class Reader:
         except RationalSyntaxError as e:
             raise self.error(str(e)) from None
 
-    def vector(self, length: int | None = None) -> list[Fraction]:
+    def vector(self, length: int | None = None, sparse: bool = False) -> list[Fraction]:
+        """A list of rational strings; with ``sparse``, also the sparse object (see ``encode_row``)."""
         values = self.value
+        if sparse and isinstance(values, dict):
+            return self._sparse_vector(length)
         if isinstance(values, list) and (length is None or len(values) == length):
             try:  # fast path: weight matrices repeat few distinct strings ("0" above all)
                 return [_parse_cached(v) for v in values]
@@ -90,8 +95,32 @@ class Reader:
                 pass  # the per-entry path below names the offending index
         return [r.rational() for r in self.list(length)]
 
-    def matrix(self, rows: int | None = None, cols: int | None = None) -> list[list[Fraction]]:
-        out = [r.vector(cols) for r in self.list(rows)]
+    def _sparse_vector(self, length: int | None) -> list[Fraction]:
+        """``{"length": n, "index": [...], "value": [...]}``: strictly increasing indices in
+        ``[0, n)``, canonical non-zero rationals of the same count; unlisted entries are 0."""
+        self.dict({"length", "index", "value"})
+        n = self.field("length").int(minimum=0)
+        if length is not None and n != length:
+            raise self.field("length").error(f"expected {length}, got {n}")
+        if n > MAX_SPARSE_LENGTH:
+            raise self.field("length").error(f"more than {MAX_SPARSE_LENGTH} entries (documented size limit)")
+        indices = self.field("index").list()
+        values = self.field("value").list(len(indices))
+        out = [ZERO] * n
+        previous = -1
+        for r, v in zip(indices, values):
+            k = r.int(minimum=0)
+            if k <= previous or k >= n:
+                raise r.error(f"expected an index in ({previous}, {n}) (strictly increasing, below length), got {k}")
+            q = v.rational()
+            if q == 0:
+                raise v.error("a listed entry must be non-zero (leave zeros out)")
+            out[k] = q
+            previous = k
+        return out
+
+    def matrix(self, rows: int | None = None, cols: int | None = None, sparse: bool = False) -> list[list[Fraction]]:
+        out = [r.vector(cols, sparse) for r in self.list(rows)]
         if cols is None and out and any(len(r) != len(out[0]) for r in out):
             bad = next(i for i, r in enumerate(out) if len(r) != len(out[0]))
             raise self.item(bad).error(f"expected {len(out[0])} entries (as row 0), got {len(out[bad])}")
@@ -102,8 +131,11 @@ def _kind(value: object) -> str:
     return repr(value) if isinstance(value, FloatLiteral) else type(value).__name__
 
 
-_parse_cached = functools.lru_cache(maxsize=1 << 16)(parse_rational)
-"""``parse_rational`` memoised (Fractions are immutable, so sharing them is safe)."""
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_cached(text: object) -> Fraction:
+    """``parse_rational`` memoised (Fractions are immutable, so sharing them is safe); "0" is
+    ``numbers.ZERO``."""
+    return ZERO if text == "0" else parse_rational(text)
 
 
 MAX_FILE_BYTES = 64 * 2**20
@@ -172,6 +204,27 @@ def encode_vector(values: list[Fraction]) -> list[str]:
 
 def encode_matrix(rows: list[list[Fraction]]) -> list[list[str]]:
     return [encode_vector(r) for r in rows]
+
+
+def encode_row(values: list[Fraction]) -> list[str] | dict:
+    """A model vector, sparse exactly when it has at least 8 entries and fewer than half of them
+    are non-zero (``length ≥ 8`` and ``2·nonzeros < length``, a deterministic choice so files stay
+    byte-reproducible; shorter vectors are smaller dense):
+    ``{"length": n, "index": [i0, i1, ...], "value": ["q0", "q1", ...]}``, else a dense list."""
+    zeros = values.count(ZERO)
+    if len(values) >= 8 and 2 * (len(values) - zeros) < len(values):
+        candidates = compress(range(len(values)), map(is_not, values, repeat(ZERO))) if zeros < len(values) else ()
+        nonzero = [i for i in candidates if values[i]]      # C-speed skip of the shared zero
+        return {"length": len(values), "index": nonzero, "value": [format_rational(values[i]) for i in nonzero]}
+    return encode_vector(values)
+
+
+def encode_rows(rows: list[list[Fraction]]) -> list:
+    return [encode_row(r) for r in rows]
+
+
+MAX_SPARSE_LENGTH = 10 ** 6
+"""Largest ``length`` of a sparse vector (the dense form it stands for must fit in memory)."""
 
 
 def canonical_json(obj: object) -> str:

@@ -14,6 +14,10 @@ from fractions import Fraction
 
 import flint
 
+ZERO = Fraction(0)
+"""The shared zero of models built in this process: ``row.count(ZERO)`` counts zeros at C speed
+when they are this object (other zeros still count, through ``Fraction.__eq__``)."""
+
 MAX_DIGITS = 4000
 """Largest number of decimal digits accepted in a numerator or denominator (documented limit)."""
 

@@ -55,6 +55,21 @@ def good(net):
     return net, tf, cert.document
 
 
+def dense(v):
+    """A model vector as a dense list (writers use the sparse encoding for mostly-zero rows)."""
+    if isinstance(v, dict):
+        out = ["0"] * v["length"]
+        for i, x in zip(v["index"], v["value"]):
+            out[i] = x
+        return out
+    return v
+
+
+def densified(rows):
+    rows[:] = [dense(r) for r in rows]
+    return rows
+
+
 def verdict(doc, **kw) -> checker.Result:
     return checker.verify(copy.deepcopy(doc), "cert.json: ", **kw)
 
@@ -95,6 +110,7 @@ def test_forged_statement_fails_naming_the_claim():
 def test_dropped_and_unknown_claims_fail():
     """Finding 3: a certificate keeping only C4, for a Transformer computing M(x) + 1000."""
     net, tf, doc = good(NETS["relu-3-outputs"]())
+    doc["transformer"]["readout"]["bias"] = dense(doc["transformer"]["readout"]["bias"])
     doc["transformer"]["readout"]["bias"][0] = "1000"
     assert verdict(doc).code == 1 and "C3" in failed(verdict(doc))
     doc["claims"] = [c for c in doc["claims"] if c["id"] == "C4"]
@@ -108,10 +124,11 @@ def test_mutated_weights_and_hints_fail():
     net, tf, doc = good(NETS["ragged"]())
     cases = []
     d = copy.deepcopy(doc)                                  # a Maxout weight changed: Tf no longer computes M
+    densified(d["maxout"]["layers"][0]["weight"][0])
     d["maxout"]["layers"][0]["weight"][0][0][0] = q(Fraction(d["maxout"]["layers"][0]["weight"][0][0][0]) + Fraction(1, 3))
     cases.append(d)
     d = copy.deepcopy(doc)                                  # a shift R made too small: phases no longer hold
-    w1 = d["transformer"]["blocks"][0]["w1"]
+    w1 = densified(d["transformer"]["blocks"][0]["w1"])
     row = next(r for r in w1 if any(Fraction(x) < 0 for x in r[1:1 + tf.tokens]))
     c = next(c for c in range(1, 1 + tf.tokens) if Fraction(row[c]) < 0)
     row[c] = "-1/1024"
@@ -133,10 +150,11 @@ def test_c1_checks_each_head_instance():
     net, tf, doc = good(NETS["relu-3-outputs"]())
     d = copy.deepcopy(doc)
     head = d["transformer"]["blocks"][1]["heads"][0]
-    head["key"] = [[q(-Fraction(x)) for x in r] for r in head["key"]]      # score = −value: returns the min
+    head["key"] = [[q(-Fraction(x)) for x in dense(r)] for r in head["key"]]      # score = −value: returns the min
     assert "C1" in failed(verdict(d))
     d = copy.deepcopy(doc)
     head = d["transformer"]["blocks"][1]["heads"][0]
+    densified(head["key"]), densified(head["query"])
     z = next(c for c, x in enumerate(head["key"][0]) if x != "0")
     head["query"][0][z] = "1"                                  # the query reads z: not constant
     assert "C1" in failed(verdict(d))

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..models import Attention, FeedForward, Head, MaxoutNet, Transformer
-from ..numbers import bit_size
+from ..numbers import ZERO, bit_size
 from ..prove.bounds import magnitude, maxout_bounds
 
 CONSTRUCTION = "token-shift"
-ONE, ZERO = Fraction(1), Fraction(0)
+ONE = Fraction(1)
 
 
 def power_of_two_at_least(x: Fraction) -> Fraction:
@@ -229,8 +229,8 @@ def dense_sizes(net: MaxoutNet) -> tuple[int, int, list[int], int]:
 
 def measured_sizes(tf: Transformer) -> dict:
     """The same quantities read off a built Transformer."""
-    numbers = {id(x): x for m in tf.matrices() for row in m for x in row}   # equal entries share objects
-    numbers = list(numbers.values()) + [x for v in tf.vectors() for x in v]
+    numbers = {id(x): x for m in tf.matrices() for row in m for x in row if x is not ZERO}   # shared objects
+    numbers = [ZERO] + list(numbers.values()) + [x for v in tf.vectors() for x in v]
     return {"blocks": len(tf.blocks), "tokens": tf.tokens, "width": tf.width,
             "heads": [len(b.heads) for b in tf.blocks if isinstance(b, Attention)],
             "hidden": [b.hidden for b in tf.blocks if isinstance(b, FeedForward)],

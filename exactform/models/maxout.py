@@ -12,7 +12,7 @@ from functools import cached_property
 
 import flint
 
-from ..formats import Reader, check_format, encode_matrix, encode_vector, sha256
+from ..formats import Reader, check_format, encode_row, encode_rows, sha256
 from ..numbers import QMatrix, exact_point, to_fraction, to_sympy
 from .box import Box
 
@@ -144,9 +144,9 @@ class MaxoutNet:
             "format": self.FORMAT,
             "input_dim": self.input_dim,
             "domain": self.domain.to_json(),
-            "layers": [{"weight": [encode_matrix(ws) for ws in layer.weight],
-                        "bias": [encode_vector(bs) for bs in layer.bias]} for layer in self.layers],
-            "readout": {"weight": encode_matrix(self.readout_weight), "bias": encode_vector(self.readout_bias)},
+            "layers": [{"weight": [encode_rows(ws) for ws in layer.weight],
+                        "bias": [encode_row(bs) for bs in layer.bias]} for layer in self.layers],
+            "readout": {"weight": encode_rows(self.readout_weight), "bias": encode_row(self.readout_bias)},
         }
 
     def digest(self) -> str:
@@ -162,19 +162,19 @@ class MaxoutNet:
         for lr in doc.field("layers").list(nonempty=True):
             lr.dict({"weight", "bias"})
             units = lr.field("weight").list(nonempty=True)
-            weight = [u.matrix(cols=width) for u in units]
+            weight = [u.matrix(cols=width, sparse=True) for u in units]
             for u, ws in zip(units, weight):
                 if not ws:
                     raise u.error("a unit needs at least one piece")
-            bias = [b.vector(len(ws)) for b, ws in zip(lr.field("bias").list(len(weight)), weight)]
+            bias = [b.vector(len(ws), sparse=True) for b, ws in zip(lr.field("bias").list(len(weight)), weight)]
             layers.append(MaxoutLayer(weight, bias))
             width = len(weight)
         ro = doc.field("readout")
         ro.dict({"weight", "bias"})
-        weight = ro.field("weight").matrix(cols=width)
+        weight = ro.field("weight").matrix(cols=width, sparse=True)
         if not weight:
             raise ro.field("weight").error("a network needs at least one output")
-        bias = ro.field("bias").vector(len(weight))
+        bias = ro.field("bias").vector(len(weight), sparse=True)
         return cls(domain, layers, weight, bias)
 
 
