@@ -128,12 +128,14 @@ def import_network(path: PathLike, domain: Domain) -> MaxoutNet:
     return load_network(str(path), _domain(domain))
 
 
-def from_torch(module: torch.nn.Module, domain: Domain) -> MaxoutNet:
-    """An ``nn.Sequential`` of ``Linear``/``ReLU`` (``Flatten``, ``Identity``) as an exact ``MaxoutNet``."""
-    from .importers.torch import from_sequential
+def from_torch(module: torch.nn.Module, domain: Domain, input_shape: Sequence[int] | None = None) -> MaxoutNet:
+    """A torch module (eval mode; Linear, Conv, pooling, BatchNorm, LeakyReLU/PReLU, clipping,
+    residual ``forward``…, docs/importers.md) as an exact ``MaxoutNet``; the input, of
+    ``input_shape`` (default: the first ``Linear``'s features), is flattened row-major."""
+    from .importers.torch import from_module
     from .models.box import domain_box
     pairs = _domain(domain)
-    return from_sequential(module, lambda dim: domain_box(pairs, dim, "domain"))
+    return from_module(module, lambda dim: domain_box(pairs, dim, "domain"), input_shape)
 
 
 @dataclass(frozen=True)
