@@ -18,10 +18,10 @@ import keyword
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..expression import ExpressionError, Parser
+from ..geometry.cells import box_cell, rational
+from ..geometry.regions import cells_in_box, combine, coordinate_maps, refine
 from ..models import Box, MaxoutLayer, MaxoutNet
-from ..prove.cells import box_cell, rational
-from ..prove.regions import cells_in_box, combine, coordinate_maps, refine
-from .expression import ExpressionError, Parser
 
 ZERO, ONE = Fraction(0), Fraction(1)
 FUNCTIONS = ("Max", "Min", "Abs")

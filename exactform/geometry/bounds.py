@@ -83,15 +83,3 @@ class BlockBounds:
     state: list[list[Interval]]
     pre: list[list[Interval]]
 
-
-def transformer_bounds(net, tf) -> list[BlockBounds]:
-    """Per block and token, bounds of every coordinate and pre-activation of ``tf`` over
-    ``net.domain``.  They come from the exact per-token affine forms of ``prove.symbolic`` (each
-    coordinate an affine map of the Maxout layer values, bounded over the Maxout boxes), which is
-    what keeps identity pairs such as ``h − h`` exactly 0; raises ``ValueError`` naming the first
-    ReLU that is neither fixed nor paired."""
-    from .symbolic import analyse
-    result = analyse(net, tf)
-    if result.defects:
-        raise ValueError(result.defects[0])
-    return result.block_bounds
