@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ..geometry.bounds import affine_interval, magnitude, maxout_bounds
+from ..geometry.bounds import magnitude, maxout_bounds
 from ..geometry.enclosure import exp_neg_upper, log_upper, softmax_error
 from ..layout import padded_piece, power_of_two_at_least, shift_constants
 from ..models import MaxoutNet
@@ -198,15 +198,14 @@ def readout_norm(net: MaxoutNet) -> Fraction:
 
 def _margins(net: MaxoutNet, shifts) -> list[list[tuple[Fraction, Fraction, int, int]]]:
     """Per layer: (R_ij − B_ij, ‖W_ij‖₁, i, j) for every unit i and token slot j."""
-    inputs = maxout_bounds(net).inputs
+    pieces = maxout_bounds(net).pieces
     out = []
     for l, layer in enumerate(net.layers):
         rows = []
         for i in range(layer.units):
             for j in range(net.max_rank):
-                w, b = layer.piece(i, padded_piece(layer.ranks[i], j))
-                size = magnitude(affine_interval(w, b, inputs[l]))
-                rows.append((shifts[l][i][j] - size, _norm1(w), i, j))
+                p = padded_piece(layer.ranks[i], j)
+                rows.append((shifts[l][i][j] - magnitude(pieces[l][i][p]), _norm1(layer.weight[i][p]), i, j))
         out.append(rows)
     return out
 
