@@ -5,10 +5,10 @@ five named coordinate blocks, in this order: ``const`` (the constant 1), ``shift
 ``c_j = [t ≠ j]``, set by the embedding and never written), ``h`` (the layer input), ``z`` (the
 pieces of the token's slot) and ``out`` (the max over tokens).  Each Maxout layer becomes three
 blocks whose reads and writes are ``SHAPES``; unit i's slot j uses piece ``padded_piece(rank_i, j)``
-with shift ``R_ij = shift_constant(B_ij)``; the sizes follow the closed formula ``closed_sizes`` (C4).
+with the shift ``R_ij`` of ``shift_constants``; the sizes follow the closed formula ``closed_sizes`` (C4).
 
-``construct/`` builds from this module, ``prove/`` and the certificate writer query it; the
-checker keeps its own reading of the format and imports nothing of it.
+``construct/`` builds from this module and ``prove/`` queries it; the checker keeps its own reading
+of the format and imports nothing of it.
 """
 from __future__ import annotations
 
