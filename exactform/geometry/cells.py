@@ -6,7 +6,7 @@ An affine function of ``x ∈ Q^d`` is a tuple ``(a_1, ..., a_d, c)`` of exact r
 
 - ``Interval`` (d = 1): its two endpoints;
 - ``Polygon`` (d = 2): its vertices, counter-clockwise;
-- ``Polytope`` (any d): its inequalities ``g(x) ≥ 0``, decided by exact LP (``geometry.lp``).
+- ``Polytope`` (any d): its inequalities ``g(x) ≥ 0``, decided by exact LP (``prove.lp``).
 
 Invariant: every cell is full-dimensional and ``side``/``clip`` are exact, so splitting never
 loses or invents a piece of the domain.  Cells are plain data (``to_json``) so that enumeration

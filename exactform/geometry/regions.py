@@ -4,7 +4,7 @@ Transformers on their box domains.
 Method.  A model is a sequence of *stages*; on a cell where the stage's input is affine in x, the
 stage is decided by argmax choices among affine functions (a Maxout unit's pieces, a ReLU's
 ``[v, 0]``, a hardmax head's scores).  ``cells_in_box`` splits the box exactly by those choices,
-stage by stage (``geometry.cells``), so every final cell carries the exact affine map of the output.
+stage by stage (``prove.cells``), so every final cell carries the exact affine map of the output.
 
 - An *activation region* is a set of points with the same choices at every unit (ties between
   pieces that are identical on the cell are one choice); each is convex, so it is one cell.
