@@ -31,8 +31,8 @@ from fractions import Fraction
 
 import flint
 
-from .geometry.intervals import Iv
 from .expression import ExpressionError, Parser
+from .geometry.intervals import Iv
 
 MAX_NODES = 200
 MAX_EXPONENT = 64

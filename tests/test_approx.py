@@ -11,13 +11,13 @@ import mpmath
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from exactform.cli import main
 from exactform.analytic import parse_analytic
+from exactform.cli import main
 from exactform.construct import convex_approx
 from exactform.construct.convex_approx import ApproxError, approx
 from exactform.expression import ExpressionError
-from exactform.models import load_model
 from exactform.geometry.convexity import DomainError, NotConvex
+from exactform.models import load_model
 
 mp = mpmath.mp
 mp.dps = 50

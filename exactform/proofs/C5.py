@@ -22,8 +22,8 @@ from _common import finish, nets
 from exactform import checker
 from exactform.certificate.write import certify_softmax
 from exactform.construct.maxout_to_transformer import compile_maxout
-from exactform.numbers import format_rational
 from exactform.geometry.enclosure import enclose, softmax_error
+from exactform.numbers import format_rational
 from exactform.prove.softmax import (choose_scale, counterexample, depth_bound, gap_bound, gap_lemma, log_bound,
                                      log_lemma)
 

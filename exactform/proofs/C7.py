@@ -20,8 +20,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from exactform.construct.maxout_to_transformer import compile_maxout  # noqa: E402
 from exactform.construct.region_rich import folds_fully, region_rich_net, seed_bound  # noqa: E402
 from exactform.formats import write_json  # noqa: E402
-from exactform.models import load_model  # noqa: E402
 from exactform.geometry.regions import count_regions  # noqa: E402
+from exactform.models import load_model  # noqa: E402
 
 # (m, T, q) and the depths D = 3L counted (as deep as exact counting allows in about a minute)
 FAMILIES = [((1, 2, 1), range(3, 28, 3)), ((2, 3, 1), range(3, 13, 3)), ((1, 4, 1), range(3, 13, 3)),
