@@ -77,7 +77,7 @@ class Layout:
     blocks: dict[str, Block] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        if self.tokens < 1 or self.n < 1:
+        if type(self.tokens) is not int or type(self.n) is not int or self.tokens < 1 or self.n < 1:
             raise ValueError(f"a token-shift layout needs T ≥ 1 tokens and N ≥ 1 units, not {self.tokens}, {self.n}")
         sizes = dict(zip(NAMES, (1, self.tokens, self.n, self.n, self.n)))
         blocks, start = {}, 0
@@ -119,10 +119,13 @@ class Layout:
     @classmethod
     def from_json(cls, doc: dict) -> Layout:
         """The layout a Transformer declares; ``ValueError`` unless it is exactly a token-shift layout."""
-        try:
-            lay = cls(doc["shift"][1] - doc["shift"][0], doc["h"][1] - doc["h"][0])
-        except (KeyError, IndexError, TypeError, ValueError):
-            lay = None
+        ranges = [doc.get(name) for name in NAMES] if isinstance(doc, dict) else []
+        lay = None
+        if ranges and all(isinstance(r, list) and len(r) == 2 and all(type(x) is int for x in r) for r in ranges):
+            try:
+                lay = cls(ranges[1][1] - ranges[1][0], ranges[2][1] - ranges[2][0])
+            except ValueError:
+                pass
         if lay is None or lay.to_json() != doc:
             raise ValueError(f"the Transformer does not declare the {CONSTRUCTION} layout")
         return lay

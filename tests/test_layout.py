@@ -31,6 +31,8 @@ def test_construction_and_indexing_are_checked():
     with pytest.raises(ValueError):
         Layout(2, 0)
     with pytest.raises(ValueError):
+        Layout(2.0, 3)
+    with pytest.raises(ValueError):
         Block("h", 3, 2)
     lay = Layout(2, 3)
     for get, size in ((lay.shift, 2), (lay.h, 3), (lay.z, 3), (lay.out, 3)):
@@ -47,7 +49,7 @@ def test_declared_layout_is_read_back_and_tampering_refused():
     assert Layout.from_json(lay.to_json()) == lay
     good = lay.to_json()
     for bad in ({**good, "construction": "other"}, {**good, "z": [9, 13]}, {**good, "h": [4, 9]},
-                {k: v for k, v in good.items() if k != "out"}, {**good, "extra": [0, 1]}, {**good, "shift": "1:4"}):
+                {k: v for k, v in good.items() if k != "out"}, {**good, "extra": [0, 1]}, {**good, "shift": "1:4"}, {**good, "shift": [1.0, 4.0]}, {**good, "shift": [True, 4]}):
         with pytest.raises(ValueError):
             Layout.from_json(bad)
 
