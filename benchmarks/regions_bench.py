@@ -13,8 +13,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
+from exactform.geometry.regions import count_regions  # noqa: E402
 from exactform.models import Box, MaxoutLayer, MaxoutNet  # noqa: E402
-from exactform.prove.regions import count_regions  # noqa: E402
 
 ONE, ZERO = F(1), F(0)
 

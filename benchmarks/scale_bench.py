@@ -25,7 +25,7 @@ from benchmarks.timing import table  # noqa: E402
 from exactform.cli import main  # noqa: E402
 from exactform.construct.region_rich import region_rich_net  # noqa: E402
 from exactform.formats import write_json  # noqa: E402
-from exactform.prove.regions import merge_boxes, merged_cells_in_box, parts_for, split_box  # noqa: E402
+from exactform.geometry.regions import merge_boxes, merged_cells_in_box, parts_for, split_box  # noqa: E402
 
 ACAS = Path(__file__).resolve().parents[1] / "data" / "acasxu"
 

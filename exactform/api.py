@@ -77,7 +77,7 @@ def certify(net: MaxoutNet, tf: Transformer | None = None, smt: bool = False) ->
     (a dict in the ``exactform/certificate@2`` format); ``NotProved`` if a claim fails.  ``smt``:
     also run the prover's Z3 queries (``check(..., smt=True)`` derives and runs its own)."""
     from .certificate.write import certify as prove
-    from .construct.maxout_to_transformer import check_size
+    from .layout import check_size
     _need(net, MaxoutNet, "certify")
     tf = compile_network(net) if tf is None else _need(tf, Transformer, "certify")
     try:

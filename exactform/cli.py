@@ -10,24 +10,26 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["check"] and "--timeout" not in argv:
-        import argparse
+    try:
+        if argv[:1] == ["check"] and "--timeout" not in argv:
+            import argparse
 
-        from .checker import run
-        from .commands import check
-        parser = argparse.ArgumentParser(prog="exactform")
-        check.add_parser(parser.add_subparsers(dest="command", required=True))
-        try:
-            code = run(parser.parse_args(argv))
-            sys.stdout.flush()
-            return code
-        except BrokenPipeError:
-            return closed_pipe()
-        except KeyboardInterrupt:
-            print("exactform: interrupted", file=sys.stderr)
-            return 130
-    from .deadline import main as run_command
-    return run_command(argv)
+            from .checker import run
+            from .commands import check
+            parser = argparse.ArgumentParser(prog="exactform")
+            check.add_parser(parser.add_subparsers(dest="command", required=True))
+            try:
+                code = run(parser.parse_args(argv))
+            except KeyboardInterrupt:
+                print("exactform: interrupted", file=sys.stderr)
+                return 130
+        else:
+            from .deadline import main as run_command
+            code = run_command(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return closed_pipe()
 
 
 def closed_pipe() -> int:

@@ -121,9 +121,6 @@ def main(argv: list[str]) -> int:
     except InputError as e:
         print(f"exactform: error: {e}", file=sys.stderr)
         return 2
-    except BrokenPipeError:            # the reader closed stdout (`| head`)
-        from .cli import closed_pipe
-        return closed_pipe()
     except KeyboardInterrupt:
         print("exactform: interrupted", file=sys.stderr)
         return 130

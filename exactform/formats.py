@@ -11,13 +11,14 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from fractions import Fraction
 from itertools import compress, repeat
 from operator import is_not
 from pathlib import Path
 
 from .errors import InputError as InputError   # re-exported: commands raise formats.InputError
+from .files import WRITTEN as WRITTEN, output_file as output_file, output_folder as output_folder, write_text as write_text
+from .files import _file_kind
 from .numbers import ZERO, RationalSyntaxError, format_rational, parse_rational
 
 
@@ -239,63 +240,3 @@ def sha256(obj: object) -> str:
 def write_json(path: str | os.PathLike, obj: object) -> None:
     """Write canonical JSON atomically: either the whole file appears, or nothing does."""
     write_text(path, canonical_json(obj))
-
-
-WRITTEN: list[str] = []
-"""Files ``write_text`` has completed in this process (the CLI reports them if ``--timeout`` stops it)."""
-
-
-def write_text(path: str | os.PathLike, text: str) -> None:
-    """Write to a temporary file in the same folder, then rename it over ``path`` (atomic).
-    Only a regular file is ever replaced (``output_file``)."""
-    target = output_file(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes 0600; give the mode a plain open() would
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    WRITTEN.append(str(path))
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def output_file(path: str | os.PathLike, option: str = "") -> Path:
-    """``path`` as a place for a new or replaced regular file, checked before any work: not empty,
-    its folder exists, and it is not a folder, device, FIFO or socket (``InputError`` otherwise)."""
-    name = option or str(path)
-    if not str(path):
-        raise InputError(name, "", "empty path")
-    target = Path(path)
-    if target.exists() and not target.is_file():
-        raise InputError(name, "", f"{path} is {_file_kind(target)}, not a regular file")
-    if not target.resolve().parent.is_dir():
-        raise InputError(name, "", f"{path}: no folder {target.parent}")
-    return target
-
-
-def output_folder(path: str | os.PathLike, option: str = "") -> Path:
-    """``path`` as a folder to write into (created later if missing), checked before any work."""
-    name = option or str(path)
-    if not str(path):
-        raise InputError(name, "", "empty path")
-    target = Path(path)
-    if target.exists() and not target.is_dir():
-        raise InputError(name, "", f"{path} is {_file_kind(target)}, not a folder")
-    return target
-
-
-def _file_kind(path: Path) -> str:
-    for test, kind in ((Path.is_dir, "a folder"), (Path.is_file, "a file"), (Path.is_fifo, "a FIFO"),
-                       (Path.is_char_device, "a device"), (Path.is_block_device, "a device"),
-                       (Path.is_socket, "a socket")):
-        if test(path):
-            return kind
-    return "not a regular file"

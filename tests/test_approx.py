@@ -11,13 +11,13 @@ import mpmath
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from exactform.analytic import parse_analytic
 from exactform.cli import main
-from exactform.construct.analytic import parse_analytic
 from exactform.construct import convex_approx
 from exactform.construct.convex_approx import ApproxError, approx
-from exactform.construct.expression import ExpressionError
+from exactform.expression import ExpressionError
+from exactform.geometry.convexity import DomainError, NotConvex
 from exactform.models import load_model
-from exactform.prove.convexity import DomainError, NotConvex
 
 mp = mpmath.mp
 mp.dps = 50
@@ -161,8 +161,8 @@ def test_not_convex_or_outside_the_domain_is_refused_naming_the_subexpression(te
 
 
 def test_second_route_certifies_only_psd_hessians():
-    from exactform.prove.convexity import _cholesky_positive, _diagonally_dominant
-    from exactform.prove.intervals import Iv
+    from exactform.geometry.convexity import _cholesky_positive, _diagonally_dominant
+    from exactform.geometry.intervals import Iv
 
     def matrix(rows):
         return [[Iv.point(F(x)) for x in row] for row in rows]

@@ -19,9 +19,8 @@ from exactform.certificate.write import certify, certify_softmax
 from exactform.cli import main
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.formats import write_json
+from exactform.geometry.enclosure import log_upper
 from exactform.models import MaxoutNet
-from exactform.models.box import Box
-from exactform.prove.enclosure import log_upper
 
 ROOT = Path(__file__).resolve().parents[1]
 NETS = {

@@ -5,11 +5,10 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from exactform.construct.maxout_to_transformer import (Layout, compile_maxout, measured_sizes,
-                                                       power_of_two_at_least, predicted_sizes,
-                                                       shift_constants)
+from exactform.construct.maxout_to_transformer import compile_maxout, measured_sizes, predicted_sizes, shift_constants
+from exactform.geometry.bounds import maxout_bounds
+from exactform.layout import Layout, power_of_two_at_least
 from exactform.models import Box, MaxoutLayer, MaxoutNet
-from exactform.prove.bounds import maxout_bounds
 from nets import random_net, random_points, relu_net, tie_points
 
 shapes = st.tuples(st.integers(1, 4), st.lists(st.integers(1, 5), min_size=1, max_size=4),

@@ -17,7 +17,7 @@ from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.construct.region_rich import region_rich_net
 from exactform.executor import Dask, ExecutorError, LocalProcesses, Serial
 from exactform.formats import write_json
-from exactform.prove.regions import count_regions
+from exactform.geometry.regions import count_regions
 
 distributed = pytest.importorskip("distributed")
 

@@ -8,8 +8,8 @@ import pytest
 from exactform.construct.cpwl import expression_net
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.construct.region_rich import region_rich_net, seed_bound
+from exactform.geometry.regions import RegionLimit, count_regions
 from exactform.models import Box, MaxoutLayer, MaxoutNet
-from exactform.prove.regions import RegionLimit, count_regions
 
 ONE, ZERO = F(1), F(0)
 SQUARE = Box((F(-1), F(-1)), (ONE, ONE))

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from exactform.construct.maxout_to_transformer import compile_maxout, padded_piece
+from exactform.construct.maxout_to_transformer import compile_maxout
+from exactform.geometry.bounds import magnitude, maxout_bounds
+from exactform.layout import padded_piece
 from exactform.models import load_model
-from exactform.prove.bounds import magnitude, maxout_bounds
 from exactform.prove.smt import (c1_queries, c2_queries, c3_queries, end_to_end_query, rational,
                                  run_queries, solve, solvers)
 from nets import random_net, relu_net
@@ -32,7 +33,7 @@ def nets():
 def shifts_times(net, factor):
     """``R_ij = factor · max|a_ij|`` over the layer box (factor < 1 is too small)."""
     b = maxout_bounds(net)
-    return [[[factor * magnitude(b.pieces[l][i][padded_piece(net, l, i, j)]) for j in range(net.max_rank)]
+    return [[[factor * magnitude(b.pieces[l][i][padded_piece(net.layers[l].ranks[i], j)]) for j in range(net.max_rank)]
              for i in range(layer.units)] for l, layer in enumerate(net.layers)]
 
 

@@ -14,9 +14,9 @@ from exactform.certificate.write import certify, certify_softmax
 from exactform.cli import main
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.formats import load_json
+from exactform.geometry.bounds import magnitude, maxout_bounds
+from exactform.geometry.enclosure import enclose, log_upper, softmax_error
 from exactform.models import MaxoutNet, Transformer
-from exactform.prove.bounds import magnitude, maxout_bounds
-from exactform.prove.enclosure import enclose, log_upper, softmax_error
 from exactform.numbers import format_rational
 from exactform.prove.softmax import (choose_scale, counterexample, depth_bound, gap_lemma, log_bound, log_lemma,
                                      scale_threshold)

@@ -1,4 +1,4 @@
-"""prove.symbolic (C1, C3) and the per-token Transformer bounds of prove.bounds."""
+"""prove.symbolic: C1, C3 and the per-token Transformer bounds."""
 import random
 from fractions import Fraction
 
@@ -9,8 +9,7 @@ from exactform.construct.maxout_to_transformer import compile_maxout, shift_cons
 from exactform.models import Head
 from exactform.models.transformer import State
 from exactform.numbers import QMatrix
-from exactform.prove.bounds import transformer_bounds
-from exactform.prove.symbolic import analyse, hardmax_max_identity, weak_orderings
+from exactform.prove.symbolic import analyse, hardmax_max_identity, transformer_bounds, weak_orderings
 
 SHAPES = [([2, 3, 2], 3, 1), ([1, 1], 1, 1), ([3, 4, 4, 2], 4, 3), ([2, 2], 2, 2)]
 

@@ -413,7 +413,7 @@ def test_plots(tmp_path, capsys):
     from matplotlib import pyplot as plt
 
     from exactform.prove import region_plot
-    from exactform.prove.regions import count_regions
+    from exactform.geometry.regions import count_regions
     drawn = {}
     monkey_save = plt.Figure.savefig
 

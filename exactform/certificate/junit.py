@@ -20,7 +20,7 @@ def junit_cases(suite, files, results, classname: str = "exactform.check") -> tu
 
 
 def write_junit(path: str, files, results) -> None:
-    from ..formats import write_text
+    from ..files import write_text
     suite = ET.Element("testsuite", name="exactform.check")
     tests, failures = junit_cases(suite, files, results)
     suite.set("tests", str(tests))

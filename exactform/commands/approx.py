@@ -24,11 +24,11 @@ def add_parser(sub):
 
 def run(args) -> int:
     from ..construct.convex_approx import ApproxError, approx, rank_limit
-    from ..construct.analytic import parse_analytic
-    from ..construct.expression import ExpressionError
+    from ..analytic import parse_analytic
+    from ..expression import ExpressionError
     from ..formats import InputError, write_json
     from ..numbers import RationalSyntaxError, parse_decimal, parse_rational
-    from ..prove.convexity import DomainError, NotConvex
+    from ..geometry.convexity import DomainError, NotConvex
     try:
         root = parse_analytic(args.expression)
     except ExpressionError as e:

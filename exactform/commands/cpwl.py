@@ -23,7 +23,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     from ..construct.cpwl import _nodes, expression_net, parse_cpwl
-    from ..construct.expression import ExpressionError
+    from ..expression import ExpressionError
     from ..models.box import domain_box, parse_domain
     from ..formats import InputError, output_file, write_json
     output_file(args.output, "-o")

@@ -73,7 +73,7 @@ def shorten(values: list[str], keep: int = 6) -> str:
 
 def _run_enclosure(args, model, points) -> int:
     """Softmax attention has no exact rational value: print rigorous interval enclosures."""
-    from ..prove.enclosure import enclose
+    from ..geometry.enclosure import enclose
     enclosures = [enclose(model, p, args.digits) for p in points]
     if args.json:
         boxes = [[[format_rational(lo), format_rational(hi)] for lo, hi in e] for e in enclosures]

@@ -26,7 +26,7 @@ def run(args) -> int:
     from ..formats import InputError, output_file
     from ..models import load_model
     from ..progress import Stages
-    from ..prove.regions import NotPiecewiseLinear, RegionLimit, count_regions, parts_for
+    from ..geometry.regions import NotPiecewiseLinear, RegionLimit, count_regions, parts_for
     model = load_model(args.model)
     if args.plot is not None:
         output_file(args.plot, "--plot")

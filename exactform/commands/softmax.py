@@ -35,7 +35,7 @@ def _rational_arg(text: str, name: str):
 
 def run(args) -> int:
     from ..construct.maxout_to_transformer import compile_maxout
-    from ..prove.enclosure import enclose
+    from ..geometry.enclosure import enclose
     from ..prove.softmax import depth_bound, log_lemma, scale_threshold, short_scale
     from ..points import check_domain, read_points
 

@@ -1,9 +1,9 @@
 """Convex Lipschitz approximation (claim C6): a convex function on a box → the max of rational
 supporting planes at the centres of an n^d grid of cells, a one-layer Maxout net of rank P = n^d,
-with a proven uniform error bound.  Convexity is *proved* first (``prove.convexity``), never assumed.
+with a proven uniform error bound.  Convexity is *proved* first (``geometry.convexity``), never assumed.
 
 Bound.  Let C be a cell, t ∈ C its tangent point, P̃(y) = ṽ + g̃·(y − t) its rational plane, and let
-interval enclosures (``construct.analytic`` jets) give f(t) ∈ [a⁻, a⁺], ∂f(t) ⊆ G_t, ∂f(C) ⊆ G_C.
+interval enclosures (``exactform.analytic`` jets) give f(t) ∈ [a⁻, a⁺], ∂f(t) ⊆ G_t, ∂f(C) ⊆ G_C.
 
 - f − net ≤ max over cells of (a⁺ − ṽ) + min(T₁, T₂, T₃) on C, because for x ∈ C convexity gives
   f(x) − f(t) ≤ γ·(x − t) with γ ∈ ∂f(x) ⊆ G_C, hence
@@ -30,11 +30,11 @@ from itertools import product
 
 import flint
 
+from ..analytic import Jet, Node, box_env, evaluate, parse_analytic
+from ..geometry.convexity import Step, prove_convex
+from ..geometry.enclosure import ball, bounds, precision
+from ..geometry.intervals import round_up, sqrt_upper
 from ..models import Box, MaxoutLayer, MaxoutNet
-from ..prove.convexity import Step, prove_convex
-from ..prove.enclosure import ball, bounds, precision
-from ..prove.intervals import round_up, sqrt_upper
-from .analytic import Jet, Node, box_env, evaluate, parse_analytic
 
 MAX_RANK = 4096            # planes (n^d); --eps searches ranks up to this
 MAX_DIM = 6

@@ -1,7 +1,7 @@
 """CPWL front-ends (claim C6): exact Maxout networks from
 
 (a) expressions with rationals, symbols, ``+``, ``−``, rational scalar ``×``/``÷``, ``Max``, ``Min``,
-    ``Abs`` (a string through the restricted grammar of ``construct.expression``, or a SymPy
+    ``Abs`` (a string through the restricted grammar of ``exactform.expression``, or a SymPy
     expression object built by the caller);
 (b) 1-D breakpoints and values (linear interpolation);
 (c) values on a triangulation of rational 2-D points (linear finite elements);
@@ -18,10 +18,10 @@ import keyword
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..expression import ExpressionError, Parser
+from ..geometry.cells import box_cell, rational
+from ..geometry.regions import cells_in_box, combine, coordinate_maps, refine
 from ..models import Box, MaxoutLayer, MaxoutNet
-from ..prove.cells import box_cell, rational
-from ..prove.regions import cells_in_box, combine, coordinate_maps, refine
-from .expression import ExpressionError, Parser
 
 ZERO, ONE = Fraction(0), Fraction(1)
 FUNCTIONS = ("Max", "Min", "Abs")

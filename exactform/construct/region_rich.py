@@ -13,7 +13,7 @@ per layer and r = ⌊mT/q⌋:
   kink hyperplanes near the centre of the folded cube, in general position; read-out Σ_i u_i.
 
 Unused units (mT − q·r in folding layers) are rank-T constants, so every layer has exactly mT
-units of rank T.  Counts are obtained by exact counting (``prove.regions``), never from a formula.
+units of rank T.  Counts are obtained by exact counting (``geometry.regions``), never from a formula.
 """
 from __future__ import annotations
 

@@ -22,8 +22,8 @@ from _common import finish, nets
 from exactform import checker
 from exactform.certificate.write import certify_softmax
 from exactform.construct.maxout_to_transformer import compile_maxout
+from exactform.geometry.enclosure import enclose, softmax_error
 from exactform.numbers import format_rational
-from exactform.prove.enclosure import enclose, softmax_error
 from exactform.prove.softmax import (choose_scale, counterexample, depth_bound, gap_bound, gap_lemma, log_bound,
                                      log_lemma)
 
@@ -197,7 +197,7 @@ end-to-end bound ‖A‖∞·e_L of `exactform.prove.softmax.depth_bound` (prove
 domain; "margins fail" means the shift margins do not absorb the perturbation at that λ, so nothing
 is proved).  Other columns: the largest error |Tf_λ(x) − M(x)|∞ *observed* at sampled points of
 each kind (count in parentheses): the error certainly attained, i.e. the lower end of a rigorous
-30-digit enclosure (`prove.enclosure`) of |Tf_λ(x) − M(x)| against the exact Maxout output (upper
+30-digit enclosure (`geometry.enclosure`) of |Tf_λ(x) − M(x)| against the exact Maxout output (upper
 ends agree to 10^-12 or better, and the script fails otherwise or if a lower end exceeds a
 proven bound). Observed values are samples, not proofs.  Ties: two pieces of one unit
 equal to within 2^-48 (bisection); near-ties: two pieces of one unit 1/λ or 3/λ apart.  Last column: largest observed error / proven bound.

@@ -24,8 +24,8 @@ from exactform.construct.convex_approx import approx  # noqa: E402
 from exactform.construct.cpwl import breakpoints_net, dc_net, expression_net, triangulation_net  # noqa: E402
 from exactform.construct.maxout_to_transformer import compile_maxout  # noqa: E402
 from exactform.formats import write_json  # noqa: E402
+from exactform.geometry.regions import count_regions  # noqa: E402
 from exactform.models import Box  # noqa: E402
-from exactform.prove.regions import count_regions  # noqa: E402
 
 SQUARE = Box((F(-1), F(-1)), (F(1), F(1)))
 UNIT = Box((F(0), F(0)), (F(1), F(1)))

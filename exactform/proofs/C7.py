@@ -1,7 +1,7 @@
 """Claim C7 (docs/spec.md §3): exact linear-region counts of the region-rich family meet the seed's bound
 ``[(T−1)⌊mT/q⌋ + 1]^{q(⌊D/3⌋−1)} · Σ_{j≤q} C(mT, j)(T−1)^j`` and grow exponentially with depth.
 
-Every count is counted (``exactform.prove.regions``) on the Maxout JSON written under ``--out``,
+Every count is counted (``exactform.geometry.regions``) on the Maxout JSON written under ``--out``,
 re-read from that file; the bound is only ever compared with it.  A few small rows are also
 compiled to hardmax Transformers whose own region count must be the same.
 
@@ -20,8 +20,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from exactform.construct.maxout_to_transformer import compile_maxout  # noqa: E402
 from exactform.construct.region_rich import folds_fully, region_rich_net, seed_bound  # noqa: E402
 from exactform.formats import write_json  # noqa: E402
+from exactform.geometry.regions import count_regions  # noqa: E402
 from exactform.models import load_model  # noqa: E402
-from exactform.prove.regions import count_regions  # noqa: E402
 
 # (m, T, q) and the depths D = 3L counted (as deep as exact counting allows in about a minute)
 FAMILIES = [((1, 2, 1), range(3, 28, 3)), ((2, 3, 1), range(3, 13, 3)), ((1, 4, 1), range(3, 13, 3)),

@@ -1,1 +1,1 @@
-"""Proofs: interval bounds, symbolic identities, SMT queries, softmax lemmas, region counts."""
+"""Proofs: symbolic identities, SMT queries, softmax lemmas (geometry lives in ``geometry/``)."""

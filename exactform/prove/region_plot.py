@@ -3,8 +3,8 @@ breakpoints (matplotlib, Agg backend; presentation only —
 every number drawn comes from the exact cells, converted to float for drawing)."""
 from __future__ import annotations
 
-from .cells import evaluate
-from .regions import RegionCount
+from ..geometry.cells import evaluate
+from ..geometry.regions import RegionCount
 
 
 def plot_regions(result: RegionCount, path: str, title: str = "") -> None:

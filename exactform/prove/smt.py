@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..construct.maxout_to_transformer import CONSTRUCTION, Layout, padded_piece
-from ..models import Attention, FeedForward, MaxoutNet, Transformer
-from .bounds import Interval, maxout_bounds
+from ..geometry.bounds import Interval, maxout_bounds
+from ..layout import CONSTRUCTION, SHAPES, Layout, padded_piece
+from ..models import FeedForward, MaxoutNet, Transformer
 
 ONE = ""
 """Key of the constant term in an ``Affine`` form."""
@@ -143,18 +143,16 @@ def c1_queries(max_tokens: int = 8) -> list[Query]:
 
 def layout_of(net: MaxoutNet, tf: Transformer) -> Layout:
     """The token-shift layout the Transformer declares, checked against its shape and the net's."""
-    T = tf.tokens
-    n = tf.layout.get("h", [0, 0])[1] - tf.layout.get("h", [0, 0])[0]
-    lay = Layout(T, n)
-    if tf.layout != lay.to_json() or tf.width != lay.width or tf.layout.get("construction") != CONSTRUCTION:
+    lay = Layout.from_json(tf.layout)
+    if tf.width != lay.width or tf.tokens != lay.tokens:
         raise ValueError(f"the Transformer does not declare the {CONSTRUCTION} layout")
+    T, n = lay.tokens, lay.n
     if T != net.max_rank or n < max(net.widths) or len(tf.blocks) != 3 * len(net.layers) \
             or not tf.is_hardmax or tf.domain != net.domain:
         raise ValueError("the Transformer is not a hardmax token-shift construction of this net "
                          "(tokens, width, block count or domain differ)")
     for l in range(len(net.layers)):
-        kinds = [type(b) for b in tf.blocks[3 * l:3 * l + 3]]
-        if kinds != [FeedForward, Attention, FeedForward]:
+        if [b.kind for b in tf.blocks[3 * l:3 * l + 3]] != [s.kind for s in SHAPES]:
             raise ValueError(f"layer {l}: blocks {3 * l}..{3 * l + 2} are not FF, attention, FF")
     return lay
 
@@ -291,7 +289,7 @@ def c3_queries(net: MaxoutNet, tf: Transformer) -> list[Query]:
                 if i is None:
                     expected = {r: state.get(r, {}) for r in stray}
                 else:
-                    ws, b = layer.piece(i, padded_piece(net, l, i, t))
+                    ws, b = layer.piece(i, padded_piece(layer.ranks[i], t))
                     expected = {lay.z(i): combine((Fraction(1), constant(b)),
                                                   *((a, {v: Fraction(1)}) for a, v in zip(ws, h)))}
                 names, facts = feedforward_check(pieces, state, expected)

@@ -22,10 +22,10 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ..construct.maxout_to_transformer import padded_piece, power_of_two_at_least, shift_constants
+from ..geometry.bounds import magnitude, maxout_bounds
+from ..geometry.enclosure import exp_neg_upper, log_upper, softmax_error
+from ..layout import padded_piece, power_of_two_at_least, shift_constants
 from ..models import MaxoutNet
-from .bounds import affine_interval, magnitude, maxout_bounds
-from .enclosure import exp_neg_upper, log_upper, softmax_error
 
 ANALYTIC_FACTS = (
     "F1 p_i = exp(λ v_i) / Σ_j exp(λ v_j) satisfies p_i > 0 and Σ p_i = 1",
@@ -198,15 +198,14 @@ def readout_norm(net: MaxoutNet) -> Fraction:
 
 def _margins(net: MaxoutNet, shifts) -> list[list[tuple[Fraction, Fraction, int, int]]]:
     """Per layer: (R_ij − B_ij, ‖W_ij‖₁, i, j) for every unit i and token slot j."""
-    inputs = maxout_bounds(net).inputs
+    pieces = maxout_bounds(net).pieces
     out = []
     for l, layer in enumerate(net.layers):
         rows = []
         for i in range(layer.units):
             for j in range(net.max_rank):
-                w, b = layer.piece(i, padded_piece(net, l, i, j))
-                size = magnitude(affine_interval(w, b, inputs[l]))
-                rows.append((shifts[l][i][j] - size, _norm1(w), i, j))
+                p = padded_piece(layer.ranks[i], j)
+                rows.append((shifts[l][i][j] - magnitude(pieces[l][i][p]), _norm1(layer.weight[i][p]), i, j))
         out.append(rows)
     return out
 
@@ -214,7 +213,7 @@ def _margins(net: MaxoutNet, shifts) -> list[list[tuple[Fraction, Fraction, int,
 def depth_bound(net: MaxoutNet, lam: Fraction, shifts=None, log_tokens: Fraction | None = None) -> DepthBound:
     """The end-to-end bound for ``compile_maxout(net, shifts).with_attention(lam)`` on the domain.
     ``log_tokens`` must be a certified upper bound on ln T (default: ``log_upper(T)``)."""
-    shifts = shift_constants(net) if shifts is None else shifts
+    shifts = shift_constants(net, maxout_bounds) if shifts is None else shifts
     U = log_upper(net.max_rank) if log_tokens is None else log_tokens
     lips = layer_lipschitz(net)
     errors, violations = [Fraction(0)], []
@@ -227,7 +226,7 @@ def depth_bound(net: MaxoutNet, lam: Fraction, shifts=None, log_tokens: Fraction
 def scale_threshold(net: MaxoutNet, eps: Fraction, shifts=None, log_tokens: Fraction | None = None) -> Fraction | None:
     """The least λ for which ``depth_bound`` proves error ≤ eps (every e_l is c_l·U/λ, so each
     condition is λ ≥ constant); None when some margin is zero (no λ works)."""
-    shifts = shift_constants(net) if shifts is None else shifts
+    shifts = shift_constants(net, maxout_bounds) if shifts is None else shifts
     U = log_upper(net.max_rank) if log_tokens is None else log_tokens
     lips, c = layer_lipschitz(net), [Fraction(0)]
     need = Fraction(0)

@@ -30,9 +30,9 @@ from fractions import Fraction
 import flint
 import sympy
 
+from ..geometry.bounds import BlockBounds, Interval, affine_intervals, box_of, maxout_bounds
 from ..models import Attention, FeedForward, MaxoutNet, Transformer
 from ..numbers import QMatrix, selection
-from .bounds import BlockBounds, Interval, affine_intervals, box_of, maxout_bounds
 
 Phase = str | int
 """``"on"``, ``"off"``, or the index of the partner unit of an identity pair."""
@@ -303,3 +303,15 @@ def hardmax_max_identity(tokens: int) -> int:
         assert sympy.simplify(output - sympy.Max(*v)) == 0, f"hardmax is not the max at levels {levels}"
         count += 1
     return count
+
+
+def transformer_bounds(net, tf) -> list[BlockBounds]:
+    """Per block and token, bounds of every coordinate and pre-activation of ``tf`` over
+    ``net.domain``.  They come from the exact per-token affine forms of ``analyse`` (each
+    coordinate an affine map of the Maxout layer values, bounded over the Maxout boxes), which is
+    what keeps identity pairs such as ``h − h`` exactly 0; raises ``ValueError`` naming the first
+    ReLU that is neither fixed nor paired."""
+    result = analyse(net, tf)
+    if result.defects:
+        raise ValueError(result.defects[0])
+    return result.block_bounds

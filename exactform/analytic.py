@@ -21,7 +21,7 @@ points are dense, which is all ``construct.convex_approx`` needs of a cell.  Wit
 average of their gradients (valid by the DCP rules: sums, monotone compositions and Max preserve a
 chosen subgradient).  A non-finite ``g`` means
 no Lipschitz bound could be certified.  Fractional powers and ``sqrt`` clamp their argument to
-[0, ∞): callers evaluate only expressions whose domain ``prove.convexity`` certified on the box.
+[0, ∞): callers evaluate only expressions whose domain ``geometry.convexity`` certified on the box.
 """
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ from fractions import Fraction
 
 import flint
 
-from ..prove.intervals import Iv
 from .expression import ExpressionError, Parser
+from .geometry.intervals import Iv
 
 MAX_NODES = 200
 MAX_EXPONENT = 64

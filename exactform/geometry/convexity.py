@@ -34,7 +34,7 @@ from fractions import Fraction
 
 import flint
 
-from ..construct.analytic import Jet, Node, combine, evaluate, norm_terms
+from ..analytic import Jet, Node, combine, evaluate, norm_terms
 from .intervals import Iv
 
 CONST, AFFINE, CONVEX, CONCAVE, UNKNOWN = "constant", "affine", "convex", "concave", "unknown"

@@ -1,4 +1,4 @@
-"""Exact interval bounds (``interval_bounds``) over box domains.
+"""Exact intervals of affine forms over boxes, and their propagation through a Maxout net.
 
 Invariant: for every x in the box, every coordinate lies in its interval; all endpoints are
 ``Fraction``, computed by exact interval arithmetic (no rounding, so no outward widening needed).
@@ -15,19 +15,6 @@ from ..numbers import QMatrix
 Interval = tuple[Fraction, Fraction]
 
 
-def affine_interval(weights: list[Fraction], bias: Fraction, box: list[Interval]) -> Interval:
-    """The exact range of ``w·x + b`` over the box (tight: attained at a corner)."""
-    lo = hi = bias
-    for w, (a, b) in zip(weights, box):
-        if w > 0:
-            lo += w * a
-            hi += w * b
-        elif w < 0:
-            lo += w * b
-            hi += w * a
-    return lo, hi
-
-
 def magnitude(interval: Interval) -> Fraction:
     """``max |v|`` over the interval."""
     return max(-interval[0], interval[1])
@@ -41,8 +28,8 @@ class MaxoutBounds:
 
 
 def affine_intervals(rows: QMatrix, box: list[Interval]) -> list[Interval]:
-    """``affine_interval`` for every row ``[w | b]`` of a homogeneous matrix, as two integer
-    matrix products: ``lo = W⁺·lower + W⁻·upper + b``, ``hi = W⁺·upper + W⁻·lower + b``."""
+    """The exact range over the box of every row ``w·x + b`` of a homogeneous matrix ``[w | b]``
+    (tight: attained at a corner), as two integer matrix products: ``lo = W⁺·lower + W⁻·upper + b``, ``hi = W⁺·upper + W⁻·lower + b``."""
     ints = rows.num.tolist()
     zero = flint.fmpz(0)
     pos = flint.fmpz_mat([[x if x > zero else zero for x in r[:-1]] + [r[-1]] for r in ints])
@@ -83,15 +70,3 @@ class BlockBounds:
     state: list[list[Interval]]
     pre: list[list[Interval]]
 
-
-def transformer_bounds(net, tf) -> list[BlockBounds]:
-    """Per block and token, bounds of every coordinate and pre-activation of ``tf`` over
-    ``net.domain``.  They come from the exact per-token affine forms of ``prove.symbolic`` (each
-    coordinate an affine map of the Maxout layer values, bounded over the Maxout boxes), which is
-    what keeps identity pairs such as ``h − h`` exactly 0; raises ``ValueError`` naming the first
-    ReLU that is neither fixed nor paired."""
-    from .symbolic import analyse
-    result = analyse(net, tf)
-    if result.defects:
-        raise ValueError(result.defects[0])
-    return result.block_bounds

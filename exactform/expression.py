@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from ..numbers import RationalSyntaxError, parse_decimal
+from .numbers import RationalSyntaxError, parse_decimal
 
 MAX_LENGTH = 10_000
 MAX_DEPTH = 100

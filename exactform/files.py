@@ -1,0 +1,69 @@
+"""Writing files safely (standard library only, so the checker's reports can use it): outputs are
+checked before any work, and written atomically, so a failed or stopped command never leaves a
+half-written file and never replaces a folder, device or FIFO."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import InputError
+
+WRITTEN: list[str] = []
+"""Files ``write_text`` has completed in this process (the CLI reports them if ``--timeout`` stops it)."""
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write to a temporary file in the same folder, then rename it over ``path`` (atomic).
+    Only a regular file is ever replaced (``output_file``)."""
+    target = output_file(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes 0600; give the mode a plain open() would
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    WRITTEN.append(str(path))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def output_file(path: str | os.PathLike, option: str = "") -> Path:
+    """``path`` as a place for a new or replaced regular file, checked before any work: not empty,
+    its folder exists, and it is not a folder, device, FIFO or socket (``InputError`` otherwise)."""
+    name = option or str(path)
+    if not str(path):
+        raise InputError(name, "", "empty path")
+    target = Path(path)
+    if target.exists() and not target.is_file():
+        raise InputError(name, "", f"{path} is {_file_kind(target)}, not a regular file")
+    if not target.resolve().parent.is_dir():
+        raise InputError(name, "", f"{path}: no folder {target.parent}")
+    return target
+
+
+def output_folder(path: str | os.PathLike, option: str = "") -> Path:
+    """``path`` as a folder to write into (created later if missing), checked before any work."""
+    name = option or str(path)
+    if not str(path):
+        raise InputError(name, "", "empty path")
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise InputError(name, "", f"{path} is {_file_kind(target)}, not a folder")
+    return target
+
+
+def _file_kind(path: Path) -> str:
+    for test, kind in ((Path.is_dir, "a folder"), (Path.is_file, "a file"), (Path.is_fifo, "a FIFO"),
+                       (Path.is_char_device, "a device"), (Path.is_block_device, "a device"),
+                       (Path.is_socket, "a socket")):
+        if test(path):
+            return kind
+    return "not a regular file"
