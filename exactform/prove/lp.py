@@ -19,9 +19,19 @@ def maximize(c: list, A: list[list], b: list) -> flint.fmpq | None:
 
     Free variables are split as ``x = x⁺ − x⁻``; raises ``Unbounded`` on an unbounded objective.
     """
+    solution = argmaximize(c, A, b)
+    return None if solution is None else solution[0]
+
+
+def argmaximize(c: list, A: list[list], b: list) -> tuple[flint.fmpq, list] | None:
+    """``maximize`` with a point attaining the optimum: ``(max c·x, x)``, or ``None`` when infeasible."""
     n = len(c)
     rows = [list(a) + [-v for v in a] for a in A]
-    return _maximize_nonneg(list(c) + [-v for v in c], rows, list(b), 2 * n)
+    solution = _maximize_nonneg(list(c) + [-v for v in c], rows, list(b), 2 * n)
+    if solution is None:
+        return None
+    value, x = solution
+    return value, [x[j] - x[n + j] for j in range(n)]
 
 
 def _maximize_nonneg(c, A, b, n):
@@ -58,7 +68,11 @@ def _maximize_nonneg(c, A, b, n):
             for k in range(N + 1):
                 obj[k] -= f * tab[i][k] if k < N else -f * tab[i][k]
     _run(tab, obj, basis, N - 1)
-    return obj[-1]
+    x = [ZERO] * n
+    for i, j in enumerate(basis):
+        if j < n:
+            x[j] = tab[i][-1]
+    return obj[-1], x
 
 
 def _pivot(tab, obj, basis, r, e) -> None:
