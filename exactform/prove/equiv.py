@@ -17,7 +17,7 @@ from fractions import Fraction
 
 import flint
 
-from ..check_equiv import ONE, Forms, Unsupported, combine, evaluate, outputs, read_model
+from ..check_equiv import ONE, Forms, Unsupported, box_constraints, combine, evaluate, outputs, read_model
 from ..numbers import format_rational
 from .lp import argmaximize
 
@@ -154,8 +154,7 @@ class Search:
         self.diff = [(combine([(1, p), (-1, q)])) for p, q in zip(*forms)]
         self.tolerance, self.max_diff = tolerance or Fraction(0), max_diff
         self.outcome = Outcome(True, nodes=len(self.F.nodes))
-        self.cons = [c for i, (lo, hi) in enumerate(box) for c in (({i: Fraction(1), ONE: -lo}, "ge"),
-                                                                  ({i: Fraction(-1), ONE: hi}, "ge"))]
+        self.cons = box_constraints(box)
 
     def run(self) -> Outcome:
         self.outcome.tree = self._solve(Cell(self.d, self.cons), {})
@@ -181,7 +180,7 @@ class Search:
                         break
                     raise Split(g, "closed")
                 else:
-                    entry = {"max": [_text(f, self.d) for f in forms], "win": best,
+                    entry = {"max": [_text(f, self.d) for f in forms], "top": [best],
                              "witness": [_witness_text(witnesses.get(i, {}), len(cell.cons)) for i in range(len(forms))]}
                     return content[best], entry
             raise ArithmeticError("no maximal piece found")          # unreachable: the order is total
@@ -189,12 +188,11 @@ class Search:
         values = [_value(s, x) for s in forms]
         top = max(values)
         lead = values.index(top)
-        witnesses, members = [], []
+        witnesses, members = [], [lead]
         for i, s in enumerate(forms):
             g = combine([(1, forms[lead]), (-1, s)])
             if i == lead:
                 witnesses.append([])
-                members.append(i)
             elif values[i] == top:
                 pair = [cell.witness(g), cell.witness(combine([(-1, g)]))]
                 if None in pair:
@@ -206,7 +204,7 @@ class Search:
                 if w is None:
                     raise Split(g, "strict")
                 witnesses.append(_witness_text(w, len(cell.cons)))
-        entry = {"scores": [_text(f, self.d) for f in forms], "top": members, "witness": witnesses}
+        entry = {"hardmax": [_text(f, self.d) for f in forms], "top": members, "witness": witnesses}
         return {content[i] for i in members}, entry
 
     def _solve(self, cell: Cell, decided: dict) -> dict | None:
@@ -234,7 +232,7 @@ class Search:
                 if sub is None:
                     return None
                 children.append(sub)
-            return {"decide": entries, "split": _text(s.g, self.d), "kind": s.kind, "children": children}
+            return {"decide": entries, "split": _text(s.g, self.d), "children": children}
         self.outcome.leaves += 1
         return self._leaf(cell, diff, entries)
 
