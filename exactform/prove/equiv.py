@@ -54,15 +54,36 @@ class Cell:
     """A cell of the box: constraints ``(g, "ge" | "gt" | "eq")`` on x, decided by exact LP."""
 
     def __init__(self, d: int, cons: list):
-        self.d, self.cons = d, cons
+        self.d, self.cons, self._point = d, cons, None
+
+    @property
+    def point(self) -> list | None:
+        """A point of the cell, or None when it is empty (computed once)."""
+        if self._point is None:
+            self._point = self.interior() or []
+        return self._point or None
 
     def _dense(self, g: dict) -> list:
         return [Q(g.get(i, 0).numerator, g.get(i, 0).denominator) if g.get(i) else Q(0) for i in range(self.d)]
 
     def witness(self, h: dict, strict: bool = False) -> dict | None:
-        """Multipliers proving h ≥ 0 (h > 0) on the cell, or None: the dual LP
-        ``max h_c − Σ w_i g_i(0)`` over ``Σ w_i ∇g_i = ∇h``, w ≥ 0 on inequalities (capped at 1)."""
+        """Multipliers proving h ≥ 0 (h > 0) on the cell, or None.  First the box alone (the first 2d
+        constraints: the multipliers of h's lower bound over the box), then a point of the cell that
+        violates h, then the dual LP ``max h_c − Σ w_i g_i(0)`` over ``Σ w_i ∇g_i = ∇h``, w ≥ 0 on
+        inequalities (capped at 1)."""
         m, d = len(self.cons), self.d
+        low = h.get(ONE, Fraction(0))
+        box = {}
+        for i in range(d):
+            a = h.get(i, Fraction(0))
+            if a:
+                lower, upper = -self.cons[2 * i][0][ONE], self.cons[2 * i + 1][0][ONE]
+                low += a * (lower if a > 0 else upper)
+                box[2 * i if a > 0 else 2 * i + 1] = abs(a)
+        if low > 0 or (low == 0 and not strict):
+            return box
+        if self.point is not None and (_value(h, self.point) < 0 or (strict and _value(h, self.point) == 0)):
+            return None
         grads = [self._dense(g) for g, _ in self.cons]
         consts = [Q(g.get(ONE, Fraction(0)).numerator, g.get(ONE, Fraction(0)).denominator) for g, _ in self.cons]
         hg, hc = self._dense(h), Q(h.get(ONE, Fraction(0)).numerator, h.get(ONE, Fraction(0)).denominator)
