@@ -1,4 +1,4 @@
-"""Strict readers for the JSON formats of DESIGN §4, and canonical writers.
+"""Strict readers for the JSON formats of docs/spec.md §4, and canonical writers.
 
 Every violation raises ``InputError`` naming the file, the field path and the index
 (``net.json: layers[0].weight[3][1]: ...``); the CLI turns it into one line and exit code 2.

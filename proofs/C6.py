@@ -1,4 +1,4 @@
-"""Claim C6 (DESIGN §3): CPWL functions compile to exact Maxout nets (hence Transformers), each
+"""Claim C6 (docs/spec.md §3): CPWL functions compile to exact Maxout nets (hence Transformers), each
 proved equal to its input on the domain; convex functions are approximated by tangent planes with
 a proven uniform bound, checked against sampled errors and, for quadratics, the exact worst error.
 

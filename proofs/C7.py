@@ -1,4 +1,4 @@
-"""Claim C7 (DESIGN §3): exact linear-region counts of the region-rich family meet the seed's bound
+"""Claim C7 (docs/spec.md §3): exact linear-region counts of the region-rich family meet the seed's bound
 ``[(T−1)⌊mT/q⌋ + 1]^{q(⌊D/3⌋−1)} · Σ_{j≤q} C(mT, j)(T−1)^j`` and grow exponentially with depth.
 
 Every count is counted (``exactform.prove.regions``) on the Maxout JSON written under ``--out``,

@@ -1,8 +1,9 @@
 """Claim C8 (certificates): every pair's certificate is re-verified by the independent checker
-(``exactform.certificate.check``: Fraction arithmetic, nothing of the prover), and the checker
-rejects what it must: a changed Transformer weight, a changed Maxout bias, an edited bound, an
-edited phase and a too-small shift R_ij each fail a named claim (exit 1); an unknown claim fails;
-malformed files are not certificates (exit 2).
+(``exactform/checker.py``: standard library, Fraction arithmetic, nothing of the prover), and the
+checker rejects what it must: a changed Transformer weight, a changed Maxout bias, a wrong phase
+hint, a head's wrong piece hint, a too-small shift R_ij, a forged statement, a dropped claim and
+an unknown claim C9 each fail a named claim (exit 1); a float literal, malformed JSON, a wrong
+format and a file that is not a certificate are refused with one line (exit 2).
 
 Run: ``python proofs/C8.py [--json] [--out DIR]``; exit 0 when all of that holds, 1 otherwise.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from _common import arguments, finish, pairs, write_certificate
 
-from exactform.certificate.check import check_certificate
+from exactform import checker
 from exactform.certificate.write import certify
 from exactform.construct.maxout_to_transformer import compile_maxout, shift_constants
 from exactform.formats import write_json
@@ -30,6 +31,10 @@ def bump(doc: dict, path: list) -> None:
     doc[last] = str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
 
 
+MUST_FAIL = {"statement forged": "C3", "claim dropped": "C2", "unknown claim": "C9"}
+"""The claim each mutation must fail (C3, Tf(x) = M(x), for the others)."""
+
+
 def mutations(document: dict, net, tf) -> dict[str, dict]:
     """Named broken copies of a good certificate."""
     out = {}
@@ -41,21 +46,25 @@ def mutations(document: dict, net, tf) -> dict[str, dict]:
     bump(m, ["maxout", "layers", 0, "bias", 0, 0])
     out["Maxout bias changed"] = m
     m = copy.deepcopy(document)
-    c3 = next(c for c in m["claims"] if c["id"] == "C3")
-    bounds = c3["evidence"]["feedforward"][0]["bounds"][0]
-    bump(next(b for b in bounds if b), [1])                 # the first fixed phase's upper bound
-    out["bound edited"] = m
+    phases = m["hints"]["phases"][0][0]                      # token 0 of the first feed-forward block
+    u = next(u for u, p in enumerate(phases) if p < 0)        # a fixed phase turned around
+    phases[u] = -2 if phases[u] == -1 else -1
+    out["phase hint edited"] = m
     m = copy.deepcopy(document)
-    c3 = next(c for c in m["claims"] if c["id"] == "C3")
-    phases = c3["evidence"]["feedforward"][0]["phases"][0]
-    phases[0] = "on" if phases[0] != "on" else "off"
-    out["phase edited"] = m
+    m["hints"]["pieces"][0][0][0] = (m["hints"]["pieces"][0][0][0] + 1) % len(net.layers[0].weight[0])
+    out["piece hint edited"] = m
     small = [[[r / 4 for r in row] for row in layer] for layer in shift_constants(net)]
     m = copy.deepcopy(document)
     m["transformer"] = compile_maxout(net, small).to_json()
     out["shift R_ij too small"] = m
     m = copy.deepcopy(document)
-    m["claims"].append({"id": "C9", "statement": "something", "evidence": {}})
+    next(c for c in m["claims"] if c["id"] == "C3")["statement"] += " and for every x in R^n"
+    out["statement forged"] = m
+    m = copy.deepcopy(document)
+    m["claims"] = [c for c in m["claims"] if c["id"] != "C2"]
+    out["claim dropped"] = m
+    m = copy.deepcopy(document)
+    m["claims"].append({"id": "C9", "statement": "something"})
     out["unknown claim"] = m
     assert claims
     return out
@@ -66,31 +75,34 @@ def main() -> int:
     ok, checked, rejected = True, 0, 0
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cert.json"
-        lines = []
         for name, net, tf in pairs():
             cert = certify(net, tf)
             write_json(path, cert.document)
-            good = check_certificate(path, say=lines.append) == 0
+            r = checker.check_file(path)
+            good = r.code == 0
             ok &= good
             checked += 1
-            print(f"{name}: fresh certificate {'passes' if good else 'FAILS: ' + lines[-2]}")
+            print(f"{name}: fresh certificate {'passes' if good else 'FAILS: ' + r.known}")
             write_certificate(args, "C8", name, cert)
             if net.max_rank == 1:
                 continue
             for what, bad in mutations(cert.document, net, tf).items():
                 write_json(path, bad)
-                lines.clear()
-                code = check_certificate(path, say=lines.append)
-                named = ", ".join(line.split()[0] for line in lines if " FAILS: " in line)
-                ok &= code == 1 and bool(named)
-                rejected += code == 1
-                print(f"   {what}: exit {code}, {'fails ' + named if named else 'NOT rejected'}")
-        for what, text in {"malformed JSON": "{", "wrong format": json.dumps({"format": "x"}),
-                           "float literal": '{"format": "exactform/certificate@1", "claims": 1.5}'}.items():
+                r = checker.check_file(path)
+                named = ", ".join(c for c, holds, _ in r.claims if not holds)
+                ok &= r.code == 1 and MUST_FAIL.get(what, "C3") in named
+                rejected += r.code == 1
+                print(f"   {what}: exit {r.code}, {'fails ' + named if named else 'NOT rejected'}")
+        good = next(iter(pairs()))
+        floats = copy.deepcopy(certify(good[1], good[2]).document)
+        floats["maxout"]["readout"]["bias"][0] = 0.5
+        for what, text in {"float literal": json.dumps(floats), "malformed JSON": "{",
+                           "wrong format": json.dumps({"format": "x"}),
+                           "not a certificate": json.dumps(good[1].to_json())}.items():
             path.write_text(text)
-            code = check_certificate(path, say=lambda s: None)
-            ok &= code == 2
-            print(f"{what}: exit {code} (not a certificate)")
+            r = checker.check_file(path)
+            ok &= r.code == 2 and r.known.count("\n") == 0
+            print(f"{what}: exit {r.code} (not a certificate: {r.known.split(': ', 1)[1]})")
     return finish(args, "C8", ok, f"{checked} certificates re-verified independently, {rejected} broken ones "
                   "rejected naming the claim, malformed files refused", certificates=checked, rejected=rejected)
 

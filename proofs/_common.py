@@ -45,15 +45,14 @@ def pairs():
 
 
 def write_certificate(args, claim: str, name: str, cert) -> str | None:
-    """Write the certificate as ``OUT/<claim>.<name>.cert.json``, restricted to ``claim`` when it
-    is one the certificate carries (C8, the certificate itself, keeps them all)."""
+    """Write the certificate as ``OUT/<claim>.<name>.cert.json``, whole: a certificate carries
+    every claim of its kind (C1–C4 for an equality certificate), so that ``exactform check``
+    re-derives each of them from the models and hints."""
     if not args.out:
         return None
-    own = [c for c in cert.document["claims"] if c["id"] == claim]
-    doc = dict(cert.document, claims=own or cert.document["claims"])
     stem = "".join(ch if ch.isalnum() else "_" for ch in name)
     path = Path(args.out) / f"{claim}.{stem}.cert.json"
-    write_json(path, doc)
+    write_json(path, cert.document)
     return str(path)
 
 

@@ -1,4 +1,4 @@
-"""compile / eval from the command line, and every bad-input case of DESIGN §6: exit 2, one line."""
+"""compile / eval from the command line, and every bad-input case of docs/spec.md §7: exit 2, one line."""
 import json
 import shutil
 from pathlib import Path

@@ -98,8 +98,8 @@ def certify_network(job: tuple[str, str, list | None]) -> dict:
     import tempfile
     import zlib
 
-    from ..certificate.check import check_certificate
     from ..certificate.write import certify
+    from ..checker import check_file
     from ..construct.maxout_to_transformer import compile_maxout
     from ..formats import InputError, canonical_json, load_json
     from ..importers import import_network
@@ -125,13 +125,12 @@ def certify_network(job: tuple[str, str, list | None]) -> dict:
         claim, problems = next((c, p) for c, p in cert.problems.items() if p)
         return outcome | {"stage": "certify", "message": f"{claim}: {problems[0]}"}
     text = canonical_json(cert.document)
-    lines: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         cert_path = Path(tmp) / f"{stem}.cert.json"
         cert_path.write_text(text, encoding="utf-8")
-        code = step("check", lambda: check_certificate(cert_path, say=lines.append))
-    if code != 0:
-        return outcome | {"stage": "check", "message": next((x for x in lines if "FAILS" in x), lines[-1])}
+        result = step("check", lambda: check_file(cert_path))
+    if not result.ok:
+        return outcome | {"stage": "check", "message": next((f"{c}: {w}" for c, h, w in result.claims if not h), result.known)}
     return outcome | {"ok": True, "sha256": hashlib.sha256(text.encode()).hexdigest(),
                       "certificate": zlib.compress(text.encode(), 6)}
 

@@ -96,7 +96,8 @@ def _junit(path: str, results: list[dict], out: str | None = None) -> None:
     wrote there and per claim in it, as re-checked by the independent checker."""
     from xml.etree import ElementTree as ET
 
-    from ..certificate.results import check_many, junit_cases
+    from ..certificate.junit import junit_cases
+    from ..checker import check_file
     from ..formats import write_text
     root = ET.Element("testsuites", name="exactform")
     suite = ET.SubElement(root, "testsuite", name="exactform.prove", tests=str(len(results)),
@@ -113,7 +114,7 @@ def _junit(path: str, results: list[dict], out: str | None = None) -> None:
     certificates = sorted(str(p) for p in Path(out).rglob("*cert*.json")) if out else []
     if certificates:
         checked = ET.SubElement(root, "testsuite", name="exactform.check")
-        tests, failures = junit_cases(checked, check_many(certificates, say=lambda line: None)[1])
+        tests, failures = junit_cases(checked, certificates, [check_file(c) for c in certificates])
         checked.set("tests", str(tests))
         checked.set("failures", str(failures))
     write_text(path, ET.tostring(root, encoding="unicode") + "\n")

@@ -1,6 +1,6 @@
 """``exactform regions MODEL.json [--json] [--plot FILE.png] [--max-regions N] [--workers N]
 [--scheduler ADDRESS]``: exact counts of linear regions and activation regions on the model's
-domain (DESIGN §5).  With more than one worker the domain is split into sub-boxes, enumerated as
+domain (docs/spec.md §7).  With more than one worker the domain is split into sub-boxes, enumerated as
 tasks and merged across their shared facets: the counts are the same whatever runs them."""
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ def _rational_arg(text: str, name: str):
 def run(args) -> int:
     from ..construct.maxout_to_transformer import compile_maxout
     from ..prove.enclosure import enclose
-    from ..prove.softmax import c5_evidence, c5_statement, depth_bound, log_lemma, scale_threshold, short_scale
+    from ..prove.softmax import depth_bound, log_lemma, scale_threshold, short_scale
     from ..points import check_domain, read_points
 
     net = load_model(args.net)
@@ -62,10 +62,12 @@ def run(args) -> int:
     if proved:
         write_json(args.output, tf.to_json())
         if args.cert:
-            write_json(args.cert, {"format": "exactform/certificate@1", "maxout": net.to_json(),
-                                   "transformer": tf.to_json(),
-                                   "claims": [{"id": "C5", "statement": c5_statement(result, eps),
-                                               "evidence": c5_evidence(net, result, eps, lemma)}]})
+            from ..certificate.write import certify_softmax
+            cert = certify_softmax(net, tf, eps, result.log_tokens)
+            if not cert.holds:
+                print(f"NOT certified: {next(p for ps in cert.problems.values() for p in ps)}")
+                return 1
+            write_json(args.cert, cert.document)
     enclosures = [(x, net(x), enclose(tf, x, args.digits)) for x in points]
     report["enclosures"] = [{"point": [format_rational(a) for a in x], "maxout": [format_rational(a) for a in y],
                              "softmax_enclosure": [[format_rational(lo), format_rational(hi)] for lo, hi in e]}

@@ -1,4 +1,4 @@
-"""The three-block construction of DESIGN §2 (named ``token-shift``): one Maxout layer becomes
+"""The three-block construction of docs/spec.md §2 (named ``token-shift``): one Maxout layer becomes
 
 1. FF pieces   reads [1, c_j, h], writes z:  token t gets ``z_i = a_it(h) = W[i][t]·h + b[i][t]`` via,
                per unit i and piece j, the pair ``ReLU(a_ij − R_ij c_j) − ReLU(−a_ij − R_ij c_j)``;
@@ -83,7 +83,7 @@ def shift_constants(net: MaxoutNet, margin: Fraction = Fraction(2)) -> list[list
 
 
 def compile_maxout(net: MaxoutNet, shifts: list[list[list[Fraction]]] | None = None) -> Transformer:
-    """The hardmax Transformer of DESIGN §2 computing ``net`` exactly on ``net.domain``.
+    """The hardmax Transformer of docs/spec.md §2 computing ``net`` exactly on ``net.domain``.
 
     ``shifts``: the constants ``R_ij`` if already computed (default ``shift_constants(net)``);
     tests pass deliberately wrong ones.

@@ -1,4 +1,4 @@
-"""Maxout networks (DESIGN §1): ``h^l_i = max_j (W^l[i][j]·h^{l-1} + b^l[i][j])``, ``y = A h^L + c``.
+"""Maxout networks (docs/spec.md §1): ``h^l_i = max_j (W^l[i][j]·h^{l-1} + b^l[i][j])``, ``y = A h^L + c``.
 
 Weights are stored as ``Fraction`` (user-facing, JSON) and, for evaluation, as one stacked
 ``QMatrix`` per layer whose rows are all pieces of all units with the bias as the last column:

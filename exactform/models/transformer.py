@@ -1,4 +1,4 @@
-"""Transformers of DESIGN §1: ``T`` token columns of width ``w``, residual attention and
+"""Transformers of docs/spec.md §1: ``T`` token columns of width ``w``, residual attention and
 feed-forward blocks, hardmax (ties share equally) or softmax(λ) attention.
 
 Exact evaluation keeps the whole state as integers over one common denominator and uses the
