@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .checker import (FORMAT, Malformed, Refuted, box, fields, integer, items, rational, read_maxout,  # noqa: F401
-                      read_transformer, row)
+from .checker import (FORMAT, ONE, Malformed, Refuted, box, combine, domain, fields, integer, interval,  # noqa: F401
+                      items, negated, rational, read_maxout, read_transformer, row)
 
-ONE = -1
 MAX_TREE = 10 ** 6          # tree nodes and decisions: bounds the work on a hostile certificate
 
 
@@ -21,31 +20,14 @@ def key(f: dict) -> tuple:
     return tuple(sorted(f.items()))
 
 
-def combine(terms, constant=Fraction(0)) -> dict:
-    """``Σ a·f + constant`` over ``terms = [(a, f)]``, zero coefficients dropped."""
-    out = {ONE: Fraction(constant)} if constant else {}
-    for a, f in terms:
-        if a:
-            sign = 1 if a == 1 else -1 if a == -1 else 0
-            for k, v in f.items():
-                x = v if sign == 1 else -v if sign else a * v
-                out[k] = out[k] + x if k in out else x
-    return {k: v for k, v in out.items() if v}
-
-
 class Forms:
     """The node table over a box: ``bounds[v]`` is an exact interval of variable v over the box."""
 
-    def __init__(self, domain: list):
-        self.d, self.bounds, self.nodes, self.index = len(domain), list(domain), [], {}
+    def __init__(self, cube: list):
+        self.d, self.bounds, self.nodes, self.index = len(cube), list(cube), [], {}
 
     def interval(self, f: dict) -> tuple:
-        lo = hi = f.get(ONE, Fraction(0))
-        for k, a in f.items():
-            if k != ONE:
-                l, h = self.bounds[k] if a > 0 else self.bounds[k][::-1]
-                lo, hi = lo + a * l if l else lo, hi + a * h if h else hi
-        return lo, hi
+        return interval(f, self.bounds)
 
     def node(self, kind: str, data: tuple, bounds: tuple) -> int:
         var = self.index.setdefault((kind, data), len(self.bounds))
@@ -160,16 +142,15 @@ def implied(cons: list, h: dict, strict: bool, w: dict) -> bool:
     return not any(r.values()) and (c > 0 or (c == 0 and (not strict or positive)))
 
 
-def box_constraints(domain: list) -> list:
+def box_constraints(cube: list) -> list:
     """The box as the cell constraints x_i − lower_i ≥ 0, upper_i − x_i ≥ 0 (indices 2i, 2i + 1)."""
-    return [c for i, (lo, hi) in enumerate(domain)
+    return [c for i, (lo, hi) in enumerate(cube)
             for c in (({i: Fraction(1), ONE: -lo}, "ge"), ({i: Fraction(-1), ONE: hi}, "ge"))]
 
 
-def statement(domain: list, tolerance) -> str:
-    where = " × ".join(f"[{lo}, {hi}]" for lo, hi in domain)
-    claim = "A(x) = B(x)" if tolerance is None else f"|A(x) − B(x)|∞ ≤ {tolerance}"
-    return f"{claim} for every x in the box {where}"
+def statement(cube: list, tolerance) -> str:
+    claim = "A(x) = B(x)" if tolerance is None else f"|A(x) - B(x)|_inf <= {tolerance}"
+    return f"{claim} for every x in the box {domain(cube)}"
 
 
 def read_model(v, where):
@@ -186,25 +167,26 @@ def check(cert: dict, name: str) -> str:
 
 
 def _check(cert: dict, name: str) -> str:
-    if fields(cert, name, ("format", "models", "claims"))["format"] != FORMAT:
-        raise Malformed(f"format: expected {FORMAT!r}")
+    fields(cert, name, ("format", "kind", "models", "claims"))
+    if cert["format"] != FORMAT or cert["kind"] != "equivalence":
+        raise Malformed(f"format, kind: expected {FORMAT!r}, \"equivalence\"")
     a, b = (read_model(m, f"models.{k}") for k, m in sorted(fields(cert["models"], "models", ("a", "b")).items()))
     claim = fields(items(cert["claims"], "claims", 1)[0], "claims[0]", ("id", "statement", "evidence"))
     ev = fields(claim["evidence"], "claims[0].evidence", ("box", "tolerance", "tree"))
     d = len(a.box)
     if claim["id"] != "E1" or len(b.box) != d or len(a.readout) != len(b.readout):
         raise Malformed("claims[0]: expected claim E1 about two models with the same input and output sizes")
-    domain = box(ev["box"], "evidence.box", d)
+    cube = box(ev["box"], "evidence.box", d)
     eps = None if ev["tolerance"] is None else rational(ev["tolerance"], "evidence.tolerance")
-    said = statement(domain, eps)
+    said = statement(cube, eps)
     if claim["statement"] != said:
         raise Refuted(f"{name}: the statement is not {said!r}")
-    F = Forms(domain)
+    F = Forms(cube)
     diff = [(combine([(1, p), (-1, q)])) for p, q in zip(outputs(F, a), outputs(F, b))]
 
     def xform(v, where):                   # an affine map of x: d coefficients, then the constant
         return {ONE if k == d else k: q for k, q in row(v, where, d + 1).items()}
-    stack, seen = [(ev["tree"], "tree", box_constraints(domain), {})], 0
+    stack, seen = [(ev["tree"], "tree", box_constraints(cube), {})], 0
     while stack:
         node, at, cons, decided = stack.pop()
         node, decided = fields(node, at, (), ("decide", "split", "children", "empty", "bound")), dict(decided)
@@ -224,13 +206,13 @@ def _check(cert: dict, name: str) -> str:
                 raise Malformed(f"{where}.top: expected {'one index' if kind == 'max' else 'indices'}")
             for i, (f, w) in enumerate(zip(fs, items(e["witness"], f"{where}.witness", len(fs)))):
                 g, at_w, tie = combine([(1, fs[top[0]]), (-1, f)]), f"{where}.witness[{i}]", i in top[1:]
-                for h, wi in [(g, items(w, at_w, 2)[0]), ({k: -q for k, q in g.items()}, w[1])] if tie else \
+                for h, wi in [(g, items(w, at_w, 2)[0]), (negated(g), w[1])] if tie else \
                         [(g, w)] if i != top[0] else []:
                     shows(h, kind == "hardmax" and not tie, wi, at_w)
             decided[kind, tuple(sorted(map(key, fs)))] = key(fs[top[0]]) if kind == "max" else {key(fs[i]) for i in top}
         if "split" in node:
             g, children = xform(node["split"], f"{at}.split"), items(node.get("children"), f"{at}.children")
-            neg = {k: -q for k, q in g.items()}
+            neg = negated(g)
             parts = {2: [(g, "ge"), (neg, "ge")], 3: [(g, "gt"), (g, "eq"), (neg, "gt")]}.get(len(children))
             if parts is None:
                 raise Malformed(f"{at}.children: expected 2 (g ≥ 0, g ≤ 0) or 3 (g > 0, g = 0, g < 0)")

@@ -43,7 +43,7 @@ def proved(a, b, tolerance=None):
     outcome = compare(a.to_json(), b.to_json(), box_of(a), tolerance)
     assert outcome.equal, outcome.point
     cert = json.loads(json.dumps(certificate(a.to_json(), b.to_json(), box_of(a), tolerance, outcome.tree)))
-    assert check_equiv.check(cert, "cert").startswith("A(x) = B(x)" if tolerance is None else "|A(x) − B(x)|")
+    assert check_equiv.check(cert, "cert").startswith("A(x) = B(x)" if tolerance is None else "|A(x) - B(x)|")
     return outcome, cert
 
 

@@ -318,7 +318,7 @@ def _exact(doc: dict):
 def certificate(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None, tree: dict) -> dict:
     """The ``exactform/certificate`` document of claim E1 for a proved comparison."""
     from ..check_equiv import FORMAT, statement
-    return {"format": FORMAT, "models": {"a": a_json, "b": b_json},
+    return {"format": FORMAT, "kind": "equivalence", "models": {"a": a_json, "b": b_json},
             "claims": [{"id": "E1", "statement": statement(box, tolerance),
                         "evidence": {"box": {"lower": [format_rational(lo) for lo, _ in box],
                                              "upper": [format_rational(hi) for _, hi in box]},
