@@ -243,6 +243,31 @@ def test_tampered_certificates_are_refuted():
         check_equiv.check({"format": cert["format"], "models": cert["models"], "claims": []}, "empty")
 
 
+def test_hostile_certificates_are_malformed_not_crashes():
+    cert = _cert_with_splits()
+    tree = cert["claims"][0]["evidence"]["tree"]
+    leaf = next(leaf for leaf in _leaves(tree) if "bound" in leaf)
+    cases = []
+    for change in (lambda w: w.update(index=[10 ** 6], value=["1"]), lambda w: w.update(value=[0.5] * len(w["value"])),
+                   lambda w: w.clear()):
+        bad = copy.deepcopy(cert)
+        change(next(l for l in _leaves(bad["claims"][0]["evidence"]["tree"]) if "bound" in l)["bound"][0][0])
+        cases.append(bad)
+    deep = copy.deepcopy(cert)
+    node = deep["claims"][0]["evidence"]["tree"] = {"split": ["1", "0", "0"], "children": []}
+    for _ in range(3000):                                   # deeper than Python's recursion limit
+        node["children"] = [{"split": ["1", "0", "0"], "children": []}, copy.deepcopy(leaf)]
+        node = node["children"][0]
+    node["children"] = [copy.deepcopy(leaf), copy.deepcopy(leaf)]
+    for bad in cases + [{**cert, "kind": "equality"}, {**cert, "claims": [{"id": "E1"}]}]:
+        with pytest.raises((ValueError, Refuted)):
+            check_equiv.check(bad, "hostile")
+    try:                                    # a valid deep tree or a refutation, never a RecursionError
+        check_equiv.check(deep, "deep")
+    except (ValueError, Refuted):
+        pass
+
+
 def test_the_checker_is_small_and_standard_library_only():
     source = (ROOT / "exactform" / "check_equiv.py").read_text()
     assert len(source.splitlines()) <= 250
