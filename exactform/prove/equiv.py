@@ -17,9 +17,9 @@ from fractions import Fraction
 
 import flint
 
-from ..check_equiv import ONE, Forms, Unsupported, box_constraints, combine, evaluate, outputs, read_model
+from ..check_equiv import ONE, Forms, Unsupported, box_constraints, combine, evaluate, implied, outputs, read_model
 from ..numbers import format_rational
-from .lp import argmaximize
+from .lp import argmaximize, solve
 
 Q = flint.fmpq
 
@@ -69,9 +69,8 @@ class Cell:
     def witness(self, h: dict, strict: bool = False) -> dict | None:
         """Multipliers proving h ≥ 0 (h > 0) on the cell, or None.  First the box alone (the first 2d
         constraints: the multipliers of h's lower bound over the box), then a point of the cell that
-        violates h, then the dual LP ``max h_c − Σ w_i g_i(0)`` over ``Σ w_i ∇g_i = ∇h``, w ≥ 0 on
-        inequalities (capped at 1)."""
-        m, d = len(self.cons), self.d
+        violates h, then the LP duals of ``min h``, then the dual LP itself."""
+        d = self.d
         low = h.get(ONE, Fraction(0))
         box = {}
         for i in range(d):
@@ -84,6 +83,35 @@ class Cell:
             return box
         if self.point is not None and (_value(h, self.point) < 0 or (strict and _value(h, self.point) == 0)):
             return None
+        w = self._primal_witness(h, strict)
+        return None if w is False else w if w is not None else self._dual_witness(h, strict)
+
+    def _primal_witness(self, h: dict, strict: bool) -> dict | bool | None:
+        """From ``min h`` over the closure (one primal LP, m × 2d): False when the minimum is < 0 (h is
+        not implied), its dual multipliers when the minimum is ≥ 0 (> 0 when strict) and they verify
+        exactly, None when undecided (the dual LP decides)."""
+        A, b = self._primal()
+        best = solve([-a for a in self._dense(h)], A, b)
+        if best is None:
+            return None
+        low = h.get(ONE, Fraction(0)) - _fraction(best[0])
+        if low < 0:
+            return False
+        if strict and low == 0:
+            return None
+        rows = [i for i, (_, kind) in enumerate(self.cons) for _ in range(2 if kind == "eq" else 1)]
+        signs = [s for _, kind in self.cons for s in ((1, -1) if kind == "eq" else (1,))]
+        w = {}
+        for i, sign, y in zip(rows, signs, best[2]):
+            if y:
+                w[i] = w.get(i, Fraction(0)) + sign * _fraction(y)
+        w = {i: q for i, q in w.items() if q}
+        return w if implied(self.cons, h, strict, w) else None
+
+    def _dual_witness(self, h: dict, strict: bool) -> dict | None:
+        """The dual LP ``max h_c − Σ w_i g_i(0)`` over ``Σ w_i ∇g_i = ∇h``, w ≥ 0 on inequalities
+        (capped at 1), and for a strict claim with minimum 0 a positive weight on a strict constraint."""
+        m, d = len(self.cons), self.d
         grads = [self._dense(g) for g, _ in self.cons]
         consts = [Q(g.get(ONE, Fraction(0)).numerator, g.get(ONE, Fraction(0)).denominator) for g, _ in self.cons]
         hg, hc = self._dense(h), Q(h.get(ONE, Fraction(0)).numerator, h.get(ONE, Fraction(0)).denominator)
