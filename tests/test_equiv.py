@@ -20,7 +20,7 @@ from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.numbers import format_rational
 from exactform.models import Attention, Box, FeedForward, Head, MaxoutLayer, MaxoutNet, Transformer
 from exactform.prove.equiv import certificate, compare
-from exactform.prove.lp import argmaximize
+from exactform.prove.lp import argmaximize, solve
 
 F = Fraction
 ROOT = Path(__file__).resolve().parents[1]
@@ -328,5 +328,9 @@ def test_an_imported_network_against_its_json(tmp_path):
 def test_argmaximize_returns_a_point_attaining_the_optimum():
     import flint
     Q = flint.fmpq
-    value, x = argmaximize([Q(1), Q(2)], [[Q(1), Q(1)], [Q(-1), Q(0)], [Q(0), Q(-1)]], [Q(3), Q(0), Q(0)])
-    assert value == 6 and x == [0, 3]
+    A, b, c = [[Q(1), Q(1)], [Q(-1), Q(0)], [Q(0), Q(-1)], [Q(1), Q(3)]], [Q(3), Q(0), Q(0), Q(7)], [Q(1), Q(2)]
+    value, x = argmaximize(c, A, b)
+    assert value == 5 and x == [1, 2]
+    value, x, y = solve(c, A, b)                # duality: y ≥ 0, yᵀA = c, y·b = the optimum
+    assert all(v >= 0 for v in y) and [sum(y[i] * A[i][j] for i in range(4)) for j in range(2)] == c
+    assert sum(yi * bi for yi, bi in zip(y, b)) == value
