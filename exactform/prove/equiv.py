@@ -160,7 +160,7 @@ class Cell:
         strict = [i for i, (_, kind) in enumerate(self.cons) if kind == "gt"]
         A = [row + [Q(0)] for row in A]
         k = 0
-        for i, (g, kind) in enumerate(self.cons):        # ge/gt rows come first per constraint
+        for _, kind in self.cons:                        # one row per constraint, two per equality
             if kind == "gt":
                 A[k][-1] = Q(1)
             k += 2 if kind == "eq" else 1
@@ -200,7 +200,7 @@ class Search:
                 forms.append(outputs(self.F, read_model(doc, name)))
             except Unsupported as e:
                 raise Unsupported(f"{name}: {e}") from None
-        self.diff = [(combine([(1, p), (-1, q)])) for p, q in zip(*forms)]
+        self.diff = [combine([(1, p), (-1, q)]) for p, q in zip(*forms)]
         self.tolerance, self.max_diff = tolerance or Fraction(0), max_diff
         self.outcome = Outcome(True, nodes=len(self.F.nodes))
         self.cons = box_constraints(box)
@@ -233,8 +233,7 @@ class Search:
                              "witness": [_witness_text(witnesses.get(i, {}), len(cell.cons)) for i in range(len(forms))]}
                     return content[best], entry
             raise ArithmeticError("no maximal piece found")          # unreachable: the order is total
-        x = cell.interior()
-        values = [_value(s, x) for s in forms]
+        values = [_value(s, cell.point) for s in forms]
         top = max(values)
         lead = values.index(top)
         witnesses, members = [], [lead]
