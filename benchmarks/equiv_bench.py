@@ -30,7 +30,7 @@ from exactform.importers import import_network  # noqa: E402
 from exactform.numbers import format_rational, parse_rational  # noqa: E402
 
 ACAS = Path(__file__).resolve().parents[1] / "data" / "acasxu" / "ACASXU_run2a_1_1_batch_2000.onnx"
-CAP = 120
+CAP = 90
 
 
 def timed(argv: list[str], expect: int = 0) -> tuple[float, str]:

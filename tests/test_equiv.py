@@ -299,6 +299,9 @@ def test_cli_equal_different_tolerance_and_refusals(tmp_path, capsys):
     assert doc["equal"] is False and [F(v) for v in doc["a"]] == maxout_value(net, point)
     assert main(["equiv", a, b, "--max-diff", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["max_diff"] == "1/10"
+    assert main(["equiv", a, b, "--max-diff", "--cert", str(tmp_path / "m.json")]) == 0
+    assert check_equiv.check(json.loads((tmp_path / "m.json").read_text()), "m").startswith("|A(x) - B(x)|_inf <= 1/10 ")
+    assert main(["equiv", a, b, "--max-diff", "--tolerance", "1/11"]) == 1
     assert main(["equiv", a, b, "--tolerance", "1/10", "--cert", str(tmp_path / "t.json")]) == 0
     assert main(["equiv", a, b, "--tolerance", "1/11"]) == 1
     assert main(["equiv", a, b, "--domain", "-1:-1/2"]) == 0          # the bump is near (1, 1)
