@@ -1,8 +1,6 @@
-"""The ``exactform`` command.  Exit codes: 0 proved/done, 1 refuted, a failed check or stopped by
-``--timeout``, 2 bad input or usage, 141 when the reader of stdout closed it (``| head``); bad input
-is one line, never a traceback.  ``exactform check``
-without ``--timeout`` takes a fast path that loads only the standard-library checker; every other
-command runs through ``exactform.deadline``."""
+"""The ``exactform`` command.  Exit codes: 0 proved/done, 1 refuted, a failed check or ``--timeout``,
+2 bad input or usage (one line, never a traceback), 141 stdout closed by its reader (``| head``).
+``exactform check`` without ``--timeout`` loads only the standard-library checker."""
 from __future__ import annotations
 
 import sys
@@ -18,11 +16,7 @@ def main(argv: list[str] | None = None) -> int:
             from .commands import check
             parser = argparse.ArgumentParser(prog="exactform")
             check.add_parser(parser.add_subparsers(dest="command", required=True))
-            try:
-                code = run(parser.parse_args(argv))
-            except KeyboardInterrupt:
-                print("exactform: interrupted", file=sys.stderr)
-                return 130
+            code = run(parser.parse_args(argv))
         else:
             from .deadline import main as run_command
             code = run_command(argv)
@@ -30,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except BrokenPipeError:
         return closed_pipe()
+    except KeyboardInterrupt:
+        print("exactform: interrupted", file=sys.stderr)
+        return 130
 
 
 def closed_pipe() -> int:

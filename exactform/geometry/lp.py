@@ -19,9 +19,26 @@ def maximize(c: list, A: list[list], b: list) -> flint.fmpq | None:
 
     Free variables are split as ``x = x⁺ − x⁻``; raises ``Unbounded`` on an unbounded objective.
     """
+    solution = argmaximize(c, A, b)
+    return None if solution is None else solution[0]
+
+
+def argmaximize(c: list, A: list[list], b: list) -> tuple[flint.fmpq, list] | None:
+    """``maximize`` with a point attaining the optimum: ``(max c·x, x)``, or ``None`` when infeasible."""
+    solution = solve(c, A, b)
+    return None if solution is None else solution[:2]
+
+
+def solve(c: list, A: list[list], b: list) -> tuple[flint.fmpq, list, list] | None:
+    """``(max c·x, x, y)``: an optimal point and the dual multipliers ``y ≥ 0`` of the rows, with
+    ``yᵀA = c`` and ``y·b = max c·x`` at the optimum (LP duality); ``None`` when infeasible."""
     n = len(c)
     rows = [list(a) + [-v for v in a] for a in A]
-    return _maximize_nonneg(list(c) + [-v for v in c], rows, list(b), 2 * n)
+    solution = _maximize_nonneg(list(c) + [-v for v in c], rows, list(b), 2 * n)
+    if solution is None:
+        return None
+    value, x, y = solution
+    return value, [x[j] - x[n + j] for j in range(n)], y
 
 
 def _maximize_nonneg(c, A, b, n):
@@ -58,7 +75,11 @@ def _maximize_nonneg(c, A, b, n):
             for k in range(N + 1):
                 obj[k] -= f * tab[i][k] if k < N else -f * tab[i][k]
     _run(tab, obj, basis, N - 1)
-    return obj[-1]
+    x = [ZERO] * n
+    for i, j in enumerate(basis):
+        if j < n:
+            x[j] = tab[i][-1]
+    return obj[-1], x, [-obj[n + i] for i in range(m)]
 
 
 def _pivot(tab, obj, basis, r, e) -> None:

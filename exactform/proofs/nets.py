@@ -62,3 +62,40 @@ def tie_points(rng: random.Random, net: MaxoutNet, count: int) -> list[list[Frac
         if len(out) == count:
             break
     return out
+
+
+def permuted(net: MaxoutNet, rng: random.Random) -> MaxoutNet:
+    """Hidden units of every layer permuted (pieces too), the next layer's columns permuted alike."""
+    layers, readout, prev = [], [list(r) for r in net.readout_weight], None
+    for layer in net.layers:
+        order = list(range(layer.units))
+        rng.shuffle(order)
+        weight = [[[w[i] for i in prev] if prev else list(w) for w in layer.weight[u]] for u in order]
+        bias = [list(layer.bias[u]) for u in order]
+        pieces = [rng.sample(range(len(ws)), len(ws)) for ws in weight]
+        layers.append(MaxoutLayer([[ws[j] for j in p] for ws, p in zip(weight, pieces)],
+                                  [[bs[j] for j in p] for bs, p in zip(bias, pieces)]))
+        prev = order
+    return MaxoutNet(net.domain, layers, [[r[i] for i in prev] for r in readout], list(net.readout_bias))
+
+
+def rescaled_and_split(net: MaxoutNet, rng: random.Random) -> MaxoutNet:
+    """Every unit scaled by a positive λ (next layer's column by 1/λ); unit 0 of each layer split in
+    two copies whose next-layer columns add up to the original one."""
+    layers, scales = [], None
+    for l, layer in enumerate(net.layers):
+        lam = [Fraction(rng.randint(1, 9), rng.randint(1, 9)) for _ in range(layer.units)]
+        weight = [[[a / scales[i] if scales else a for i, a in enumerate(w)] for w in ws] for ws in layer.weight]
+        weight = [[[lam[u] * a for a in w] for w in ws] for u, ws in enumerate(weight)]
+        bias = [[lam[u] * b for b in bs] for u, bs in enumerate(layer.bias)]
+        if l:                                   # the split copy of the previous layer's unit 0
+            weight = [[w[:1] + w for w in ws] for ws in weight]
+            for ws in weight:
+                for w in ws:
+                    w[0], w[1] = w[0] / 3, w[1] * 2 / 3
+        layers.append(MaxoutLayer([list(ws) for ws in weight], [list(b) for b in bias]))
+        if l + 1 < len(net.layers):
+            layers[-1] = MaxoutLayer(weight[:1] + weight, bias[:1] + bias)
+        scales = lam
+    readout = [[a / scales[i] for i, a in enumerate(r)] for r in net.readout_weight]
+    return MaxoutNet(net.domain, layers, readout, list(net.readout_bias))

@@ -1,0 +1,124 @@
+"""``exactform equiv``: CPU seconds of the CLI (files read, compared, certificate written).
+
+Targets (issue 14): ACAS Xu 1_1 against its exactform Transformer at most 2× ``certify``'s time;
+two 2→16→16→1 ReLU nets equal up to rewrites under 5 s; ACAS Xu against itself with units permuted,
+rescaled and split under 10 s; ``--max-diff`` of ACAS Xu 1_1 against its weights rounded to
+float16 on boxes around 0 (side 1/32 asked; smaller sides reported, each capped at ``CAP`` seconds).
+"""
+import contextlib
+import io
+import json
+import multiprocessing
+import random
+import struct
+import sys
+import tempfile
+import time
+from fractions import Fraction
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from benchmarks.timing import table  # noqa: E402
+from nets import permuted, relu_net, rescaled_and_split  # noqa: E402
+
+from exactform.cli import main  # noqa: E402
+from exactform.construct.maxout_to_transformer import compile_maxout  # noqa: E402
+from exactform.formats import write_json  # noqa: E402
+from exactform.importers import import_network  # noqa: E402
+from exactform.numbers import format_rational, parse_rational  # noqa: E402
+
+ACAS = Path(__file__).resolve().parents[1] / "data" / "acasxu" / "ACASXU_run2a_1_1_batch_2000.onnx"
+CAP = 90
+
+
+def timed(argv: list[str], expect: int = 0) -> tuple[float, str]:
+    """CPU seconds of one in-process CLI run (the machine is shared) and what it printed."""
+    out = io.StringIO()
+    start = time.process_time()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    assert code == expect, (argv, code)
+    return time.process_time() - start, out.getvalue()
+
+
+def float16(doc: dict) -> dict:
+    """Every weight of a Maxout JSON rounded to the nearest IEEE half (an exact dyadic rational)."""
+    def rounded(v):
+        if isinstance(v, list):
+            return [rounded(x) for x in v]
+        return format_rational(Fraction(struct.unpack("e", struct.pack("e", float(parse_rational(v))))[0]))
+    out = json.loads(json.dumps(doc))
+    for part in out["layers"] + [out["readout"]]:
+        part["weight"], part["bias"] = rounded(part["weight"]), rounded(part["bias"])
+    return out
+
+
+def _max_diff(args, queue):
+    queue.put(timed(args))
+
+
+def capped(args: list[str]) -> tuple[float, str] | None:
+    """``timed`` in a child process stopped after CAP seconds (None)."""
+    queue = multiprocessing.Queue()
+    child = multiprocessing.Process(target=_max_diff, args=(args, queue))
+    child.start()
+    child.join(CAP)
+    if child.is_alive():
+        child.terminate()
+        child.join()
+        return None
+    return queue.get()
+
+
+def run() -> None:
+    rows, misses = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = lambda name: str(Path(tmp) / name)  # noqa: E731
+        box = [(Fraction(-1), Fraction(1))]
+        acas = import_network(str(ACAS), box)
+        write_json(path("acas.json"), acas.to_json())
+        write_json(path("acas.tf.json"), compile_maxout(acas).to_json())
+        certify, _ = timed(["certify", path("acas.json"), path("acas.tf.json"), "-o", path("c.json")])
+        equiv, _ = timed(["equiv", path("acas.json"), path("acas.tf.json"), "--cert", path("e.json")])
+        rows.append(["ACAS Xu 1_1 vs its Transformer", f"{equiv:.2f}", f"certify {certify:.2f} s: "
+                     f"{equiv / certify:.2f}× (target ≤ 2×)"])
+        misses += [] if equiv <= 2 * certify else ["ACAS vs Transformer"]
+
+        rng = random.Random(0)
+        small = relu_net(rng, [2, 16, 16], outputs=1)
+        write_json(path("s.json"), small.to_json())
+        write_json(path("s2.json"), rescaled_and_split(permuted(small, rng), rng).to_json())
+        seconds, _ = timed(["equiv", path("s.json"), path("s2.json"), "--cert", path("e2.json")])
+        rows.append(["2→16→16→1 vs permuted, rescaled, split", f"{seconds:.2f}", "target < 5 s"])
+        misses += [] if seconds < 5 else ["2→16→16→1 rewrites"]
+
+        write_json(path("acas.p.json"), rescaled_and_split(permuted(acas, rng), rng).to_json())
+        seconds, _ = timed(["equiv", path("acas.json"), path("acas.p.json"), "--cert", path("e3.json")])
+        rows.append(["ACAS Xu 1_1 vs permuted, rescaled, split", f"{seconds:.2f}", "target < 10 s"])
+        misses += [] if seconds < 10 else ["ACAS rewrites"]
+
+        write_json(path("acas16.json"), float16(acas.to_json()))
+        for side in ("1/1024", "1/256", "1/128", "1/32"):
+            half = parse_rational(side) / 2
+            domain = f"{format_rational(-half)}:{format_rational(half)}"
+            result = capped(["equiv", path("acas.json"), path("acas16.json"), "--max-diff", "--json",
+                             "--domain", domain])
+            if result is None:
+                rows.append([f"--max-diff ACAS vs float16, box side {side}", f"> {CAP}", "not finished"])
+                continue
+            seconds, printed = result
+            doc = json.loads(printed)
+            value = parse_rational(doc["max_diff"])
+            rows.append([f"--max-diff ACAS vs float16, box side {side}", f"{seconds:.2f}",
+                         f"max = {float(value):.3e} (exact: {len(doc['max_diff'])} characters), "
+                         f"{doc['leaves']} leaves, {doc['splits']} splits"])
+    print(table(["comparison", "cpu s", "note"], rows))
+    if misses:
+        print(f"\nmissed: {', '.join(misses)}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    run()

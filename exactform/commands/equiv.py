@@ -1,0 +1,110 @@
+"""``exactform equiv A B [--domain L:U,...] [--json] [--cert C.json] [--max-diff] [--tolerance E]``:
+exact equivalence of two models on a box (claim E1), with a certificate or a verified exact
+counterexample.  Exit 0: equal (within ε); 1: a point where they differ (by more than ε); 2: bad
+input or a model outside the method."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+
+def add_parser(sub):
+    p = sub.add_parser("equiv", help="decide exactly whether two models agree on a box (certificate or "
+                       "counterexample)")
+    p.add_argument("a", help="model A: exactform/maxout@1 or transformer@1 JSON, or .onnx/.nnet/.pt")
+    p.add_argument("b", help="model B, likewise")
+    p.add_argument("--domain", help="the box: one L:U for all inputs or one per input (default: A's box, else B's)")
+    p.add_argument("--json", action="store_true", help="print the answer as JSON (rationals as strings)")
+    p.add_argument("--cert", metavar="C.json", help="when the claim is proved, write its exactform certificate")
+    p.add_argument("--max-diff", action="store_true", help="the exact max over the box of |A(x) − B(x)|∞ "
+                   "and a point attaining it")
+    p.add_argument("--tolerance", metavar="E", help="accept |A(x) − B(x)|∞ ≤ E (a rational such as 1/1000)")
+    return p
+
+
+def _models(paths: list[str], pairs):
+    """The two models (JSON models as read, networks imported on the box) and the box's pairs."""
+    from ..formats import InputError
+    from ..importers import SUFFIXES, import_network
+    from ..models import load_model
+    imported = [Path(p).suffix.lower() in SUFFIXES for p in paths]
+    models = [None if imp else load_model(p) for p, imp in zip(paths, imported)]
+    if pairs is None:
+        first = next((m for m in models if m is not None), None)
+        if first is None:
+            raise InputError(paths[0], "", "two imported networks need --domain")
+        pairs = list(zip(first.domain.lower, first.domain.upper))
+    models = [import_network(p, pairs) if m is None else m for p, m in zip(paths, models)]
+    for p, m in zip(paths, models):
+        if getattr(m, "attention", "hardmax") != "hardmax":
+            raise InputError(p, "attention", "softmax attention has no exact rational value; equiv needs hardmax")
+    return models, pairs
+
+
+def run(args) -> int:
+    from ..check_equiv import Unsupported
+    from ..formats import InputError, write_json
+    from ..models.box import domain_box, parse_domain
+    from ..numbers import RationalSyntaxError, format_rational, parse_rational
+    from ..prove.equiv import certificate, compare
+
+    start = time.perf_counter()
+    try:
+        tolerance = None if args.tolerance is None else parse_rational(args.tolerance)
+    except RationalSyntaxError as e:
+        raise InputError("--tolerance", "", str(e)) from None
+    if tolerance is not None and tolerance < 0:
+        raise InputError("--tolerance", "", "must be non-negative")
+    (ma, mb), pairs = _models([args.a, args.b], parse_domain(args.domain) if args.domain else None)
+    if ma.input_dim != mb.input_dim:
+        raise InputError(args.b, "input_dim", f"{mb.input_dim} inputs, A has {ma.input_dim}")
+    if ma.output_dim != mb.output_dim:
+        raise InputError(args.b, "readout.weight", f"{mb.output_dim} outputs, A has {ma.output_dim}")
+    domain = domain_box(pairs, ma.input_dim)
+    box = list(zip(domain.lower, domain.upper))
+    a, b = ma.to_json(), mb.to_json()
+    try:
+        outcome = compare(a, b, box, tolerance, args.max_diff)
+    except Unsupported as e:
+        raise InputError(args.a if str(e).startswith("A") else args.b, "", str(e)[3:]) from None
+    seconds = time.perf_counter() - start
+    if args.max_diff:
+        holds = tolerance is None or outcome.maximum <= tolerance
+        claim_tolerance = outcome.maximum if tolerance is None else tolerance
+    else:
+        holds, claim_tolerance = outcome.equal, tolerance
+    stats = f"{outcome.leaves} leaves, {outcome.splits} splits, {outcome.nodes} nodes, {seconds:.2f} s"
+    written = None
+    if holds and args.cert:
+        tree = outcome.tree if not args.max_diff else compare(a, b, box, claim_tolerance).tree
+        write_json(args.cert, certificate(a, b, box, claim_tolerance, tree))
+        written = args.cert
+    text = lambda v: [format_rational(x) for x in v]  # noqa: E731
+    if args.json:
+        doc = {"equal": outcome.equal if not args.max_diff else outcome.maximum == 0, "leaves": outcome.leaves,
+               "splits": outcome.splits, "seconds": round(seconds, 3)}
+        if args.max_diff:
+            doc["max_diff"] = format_rational(outcome.maximum)
+        if tolerance is not None:
+            doc["within_tolerance"] = holds
+        if outcome.point is not None:
+            doc |= {"point": text(outcome.point), "a": text(outcome.a), "b": text(outcome.b)}
+        if written:
+            doc["certificate"] = written
+        print(json.dumps(doc, sort_keys=True))
+    else:
+        if args.max_diff:
+            print(f"max |A(x) − B(x)|∞ over the box = {outcome.maximum}, attained at x = {text(outcome.point)} "
+                  f"(A = {text(outcome.a)}, B = {text(outcome.b)}); {stats}")
+            for note in outcome.notes:
+                print(f"note: {note}")
+        elif holds:
+            within = "" if tolerance is None else f" within {tolerance}"
+            print(f"equal{within} on the box, proved exactly ({stats})")
+        else:
+            print(f"different: at x = {text(outcome.point)}, A(x) = {text(outcome.a)}, B(x) = {text(outcome.b)} "
+                  f"(exact, re-evaluated; {stats})")
+        if written:
+            print(f"wrote {written}")
+    return 0 if holds else 1

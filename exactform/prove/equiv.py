@@ -1,0 +1,353 @@
+"""Exact equivalence of two models on a box, by splitting the box into cells (claim E1).
+
+Both models are read as exact affine forms over the inputs and max / hardmax nodes
+(``exactform.check_equiv``: the same semantics the checker verifies).  The difference A − B is
+evaluated on a cell, starting from the box; a node it needs whose choice (the winning piece, the
+argmax tokens) the cell does not fix, as decided by exact rational LP (``geometry.lp``), splits the
+cell by the hyperplane of two pieces (closed halves: a max is continuous) or two scores (g > 0,
+g = 0, g < 0: on a tie set the hardmax averages, so the tie set is a cell of its own).  On a leaf
+A − B is one affine map: zero (or within ε) with Farkas witnesses, or an LP vertex (moved into the
+cell's relative interior when a strict constraint excludes it) is a counterexample, re-evaluated
+with ``exactform.models`` before it is reported.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import flint
+
+from ..check_equiv import ONE, Forms, Unsupported, box_constraints, combine, evaluate, implied, outputs, read_model
+from ..numbers import format_rational
+from ..geometry.lp import argmaximize, solve
+
+Q = flint.fmpq
+
+
+class Split(Exception):
+    """The cell does not fix a node: split it by ``g`` (``kind`` "closed" or "strict")."""
+
+    def __init__(self, g: dict, kind: str):
+        self.g, self.kind = g, kind
+
+
+@dataclass
+class Outcome:
+    """``point`` (with ``a``, ``b``): where |A − B|∞ exceeds the tolerance, or attains ``maximum``."""
+    equal: bool
+    point: list | None = None
+    a: list | None = None
+    b: list | None = None
+    maximum: Fraction | None = None
+    tree: dict | None = None
+    leaves: int = 0
+    splits: int = 0
+    nodes: int = 0
+    notes: list = field(default_factory=list)
+
+
+def _fraction(q) -> Fraction:
+    return Fraction(int(q.p), int(q.q))
+
+
+class Cell:
+    """A cell of the box: constraints ``(g, "ge" | "gt" | "eq")`` on x, decided by exact LP."""
+
+    def __init__(self, d: int, cons: list):
+        self.d, self.cons, self._point = d, cons, None
+
+    @property
+    def point(self) -> list | None:
+        """A point of the cell, or None when it is empty (computed once)."""
+        if self._point is None:
+            self._point = self.interior() or []
+        return self._point or None
+
+    def _dense(self, g: dict) -> list:
+        return [Q(g.get(i, 0).numerator, g.get(i, 0).denominator) if g.get(i) else Q(0) for i in range(self.d)]
+
+    def witness(self, h: dict, strict: bool = False) -> dict | None:
+        """Multipliers proving h ≥ 0 (h > 0) on the cell, or None.  First the box alone (the first 2d
+        constraints: the multipliers of h's lower bound over the box), then a point of the cell that
+        violates h, then the LP duals of ``min h``, then the dual LP itself."""
+        d = self.d
+        low = h.get(ONE, Fraction(0))
+        box = {}
+        for i in range(d):
+            a = h.get(i, Fraction(0))
+            if a:
+                lower, upper = -self.cons[2 * i][0][ONE], self.cons[2 * i + 1][0][ONE]
+                low += a * (lower if a > 0 else upper)
+                box[2 * i if a > 0 else 2 * i + 1] = abs(a)
+        if low > 0 or (low == 0 and not strict):
+            return box
+        if self.point is not None and (_value(h, self.point) < 0 or (strict and _value(h, self.point) == 0)):
+            return None
+        w = self._primal_witness(h, strict)
+        return None if w is False else w if w is not None else self._dual_witness(h, strict)
+
+    def _primal_witness(self, h: dict, strict: bool) -> dict | bool | None:
+        """From ``min h`` over the closure (one primal LP, m × 2d): False when the minimum is < 0 (h is
+        not implied), its dual multipliers when the minimum is ≥ 0 (> 0 when strict) and they verify
+        exactly, None when undecided (the dual LP decides)."""
+        A, b = self._primal()
+        best = solve([-a for a in self._dense(h)], A, b)
+        if best is None:
+            return None
+        low = h.get(ONE, Fraction(0)) - _fraction(best[0])
+        if low < 0:
+            return False
+        if strict and low == 0:
+            return None
+        rows = [i for i, (_, kind) in enumerate(self.cons) for _ in range(2 if kind == "eq" else 1)]
+        signs = [s for _, kind in self.cons for s in ((1, -1) if kind == "eq" else (1,))]
+        w = {}
+        for i, sign, y in zip(rows, signs, best[2]):
+            if y:
+                w[i] = w.get(i, Fraction(0)) + sign * _fraction(y)
+        w = {i: q for i, q in w.items() if q}
+        return w if implied(self.cons, h, strict, w) else None
+
+    def _dual_witness(self, h: dict, strict: bool) -> dict | None:
+        """The dual LP ``max h_c − Σ w_i g_i(0)`` over ``Σ w_i ∇g_i = ∇h``, w ≥ 0 on inequalities
+        (capped at 1), and for a strict claim with minimum 0 a positive weight on a strict constraint."""
+        m, d = len(self.cons), self.d
+        grads = [self._dense(g) for g, _ in self.cons]
+        consts = [Q(g.get(ONE, Fraction(0)).numerator, g.get(ONE, Fraction(0)).denominator) for g, _ in self.cons]
+        hg, hc = self._dense(h), Q(h.get(ONE, Fraction(0)).numerator, h.get(ONE, Fraction(0)).denominator)
+        A, b = [], []
+        for j in range(d):
+            A += [[grads[i][j] for i in range(m)], [-grads[i][j] for i in range(m)]]
+            b += [hg[j], -hg[j]]
+        for i, (_, kind) in enumerate(self.cons):
+            if kind != "eq":
+                A.append([Q(-1) if k == i else Q(0) for k in range(m)])
+                b.append(Q(0))
+        A.append([-c for c in consts])
+        b.append(Q(1) - hc)
+        best = argmaximize([-c for c in consts], A, b)
+        if best is None or hc + best[0] < 0:
+            return None
+        w = best[1]
+        if strict and hc + best[0] == 0:
+            strict_rows = [Q(1) if kind == "gt" else Q(0) for _, kind in self.cons]
+            best = argmaximize(strict_rows, A + [consts, strict_rows], b + [hc, Q(1)])
+            if best is None or best[0] <= 0:
+                return None
+            w = best[1]
+        return {i: _fraction(q) for i, q in enumerate(w) if q}
+
+    def _primal(self) -> tuple[list, list]:
+        A, b = [], []
+        for g, kind in self.cons:
+            grad, c = self._dense(g), Q(g.get(ONE, Fraction(0)).numerator, g.get(ONE, Fraction(0)).denominator)
+            A.append([-a for a in grad])
+            b.append(c)
+            if kind == "eq":
+                A.append(grad)
+                b.append(-c)
+        return A, b
+
+    def extreme(self, h: dict) -> tuple[Fraction, list]:
+        """``max h`` over the closure of the cell and a vertex attaining it."""
+        A, b = self._primal()
+        value, x = argmaximize(self._dense(h), A, b)
+        return _fraction(value) + h.get(ONE, Fraction(0)), [_fraction(v) for v in x]
+
+    def interior(self) -> list | None:
+        """A point of the cell (strict constraints hold), or None when it is empty."""
+        A, b = self._primal()
+        strict = [i for i, (_, kind) in enumerate(self.cons) if kind == "gt"]
+        A = [row + [Q(0)] for row in A]
+        k = 0
+        for _, kind in self.cons:                        # one row per constraint, two per equality
+            if kind == "gt":
+                A[k][-1] = Q(1)
+            k += 2 if kind == "eq" else 1
+        A.append([Q(0)] * self.d + [Q(1)])
+        b.append(Q(1))
+        best = argmaximize([Q(0)] * self.d + [Q(1) if strict else Q(0)], A, b)
+        if best is None or (strict and best[0] <= 0):
+            return None
+        return [_fraction(v) for v in best[1][:self.d]]
+
+    def contains(self, x: list) -> bool:
+        values = [(_value(g, x), kind) for g, kind in self.cons]
+        return all(v > 0 if kind == "gt" else v == 0 if kind == "eq" else v >= 0 for v, kind in values)
+
+
+def _value(g: dict, x: list) -> Fraction:
+    return sum((a * x[k] for k, a in g.items() if k != ONE), g.get(ONE, Fraction(0)))
+
+
+def _text(f: dict, d: int) -> list:
+    return [format_rational(f.get(i, Fraction(0))) for i in range(d)] + [format_rational(f.get(ONE, Fraction(0)))]
+
+
+def _witness_text(w: dict, m: int) -> dict:
+    return {"length": m, "index": sorted(w), "value": [format_rational(w[i]) for i in sorted(w)]}
+
+
+class Search:
+    """Depth-first search of the split tree for one comparison."""
+
+    def __init__(self, a_json: dict, b_json: dict, box: list, tolerance: Fraction | None, max_diff: bool):
+        self.F = Forms(box)
+        self.d = len(box)
+        forms = []
+        for name, doc in (("A", a_json), ("B", b_json)):
+            try:
+                forms.append(outputs(self.F, read_model(doc, name)))
+            except Unsupported as e:
+                raise Unsupported(f"{name}: {e}") from None
+        self.diff = [combine([(1, p), (-1, q)]) for p, q in zip(*forms)]
+        self.tolerance, self.max_diff = tolerance or Fraction(0), max_diff
+        self.outcome = Outcome(True, nodes=len(self.F.nodes))
+        self.cons = box_constraints(box)
+
+    def run(self) -> Outcome:
+        self.outcome.tree = self._solve(Cell(self.d, self.cons), {})
+        return self.outcome
+
+    def _decide(self, cell: Cell, kind: str, content: tuple) -> tuple:
+        """The decision fixing a node on the cell and its certificate entry, or ``Split``."""
+        forms = [dict(k) for k in content]
+        if kind == "max":
+            best, witnesses, tries = 0, {}, 0
+            while tries <= len(forms) ** 2:
+                tries += 1
+                for i, p in enumerate(forms):
+                    if i == best or i in witnesses:
+                        continue
+                    g = combine([(1, forms[best]), (-1, p)])
+                    w = cell.witness(g)
+                    if w is not None:
+                        witnesses[i] = w
+                        continue
+                    if cell.witness(combine([(-1, g)])) is not None:
+                        best, witnesses = i, {}
+                        break
+                    raise Split(g, "closed")
+                else:
+                    entry = {"max": [_text(f, self.d) for f in forms], "top": [best],
+                             "witness": [_witness_text(witnesses.get(i, {}), len(cell.cons)) for i in range(len(forms))]}
+                    return content[best], entry
+            raise ArithmeticError("no maximal piece found")          # unreachable: the order is total
+        values = [_value(s, cell.point) for s in forms]
+        top = max(values)
+        lead = values.index(top)
+        witnesses, members = [], [lead]
+        for i, s in enumerate(forms):
+            g = combine([(1, forms[lead]), (-1, s)])
+            if i == lead:
+                witnesses.append([])
+            elif values[i] == top:
+                pair = [cell.witness(g), cell.witness(combine([(-1, g)]))]
+                if None in pair:
+                    raise Split(g, "strict")
+                witnesses.append([_witness_text(w, len(cell.cons)) for w in pair])
+                members.append(i)
+            else:
+                w = cell.witness(g, strict=True)
+                if w is None:
+                    raise Split(g, "strict")
+                witnesses.append(_witness_text(w, len(cell.cons)))
+        entry = {"hardmax": [_text(f, self.d) for f in forms], "top": members, "witness": witnesses}
+        return {content[i] for i in members}, entry
+
+    def _solve(self, cell: Cell, decided: dict) -> dict | None:
+        """The subtree proving the claim on ``cell``; None once a counterexample is found."""
+        entries, decided = [], dict(decided)
+
+        def decide(kind, content):
+            if (kind, content) not in decided:
+                decided[kind, content], entry = self._decide(cell, kind, content)
+                entries.append(entry)
+            return decided[kind, content]
+        try:
+            diff = [evaluate(self.F, f, {}, decide) for f in self.diff]
+        except Split as s:
+            self.outcome.splits += 1
+            neg = {k: -a for k, a in s.g.items()}
+            parts = [(s.g, "ge"), (neg, "ge")] if s.kind == "closed" else [(s.g, "gt"), (s.g, "eq"), (neg, "gt")]
+            children = []
+            for part in parts:
+                child = Cell(self.d, cell.cons + [part])
+                if child.interior() is None:
+                    children.append({"empty": _witness_text(child.witness({}, strict=True), len(child.cons))})
+                    continue
+                sub = self._solve(child, decided)
+                if sub is None:
+                    return None
+                children.append(sub)
+            return {"decide": entries, "split": _text(s.g, self.d), "children": children}
+        self.outcome.leaves += 1
+        return self._leaf(cell, diff, entries)
+
+    def _leaf(self, cell: Cell, diff: list, entries: list) -> dict | None:
+        eps = self.tolerance
+        bounds = []
+        for D in diff:
+            if self.max_diff:
+                for h in (D, combine([(-1, D)])):
+                    value, x = cell.extreme(h) if h else (Fraction(0), None)
+                    if x is not None and (self.outcome.maximum is None or value > self.outcome.maximum):
+                        self.outcome.maximum, self.outcome.point = value, x
+                    elif self.outcome.maximum is None:
+                        self.outcome.maximum = value
+                continue
+            pair = [cell.witness(combine([(s, D)], eps)) if D else {} for s in (-1, 1)]
+            if None in pair:
+                h = D if pair[0] is None else combine([(-1, D)])
+                self.outcome.equal, self.outcome.point = False, self._exceeding(cell, h, eps)
+                return None
+            bounds.append([_witness_text(w, len(cell.cons)) for w in pair])
+        return {"decide": entries, "bound": bounds}
+
+    def _exceeding(self, cell: Cell, h: dict, eps: Fraction) -> list:
+        """A point of the cell where h > eps (h exceeds eps somewhere on the cell)."""
+        value, x = cell.extreme(h)
+        if cell.contains(x):
+            return x
+        y = cell.interior()
+        hy = _value(h, y)
+        if hy > eps:
+            return y
+        lam = min(Fraction(1, 2), (value - eps) / (value - hy) / 2)
+        return [(1 - lam) * a + lam * b for a, b in zip(x, y)]
+
+
+def compare(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None = None,
+            max_diff: bool = False) -> Outcome:
+    """Decide ``A = B`` (``|A − B|∞ ≤ tolerance``) on the box, or find ``max |A − B|∞`` (``max_diff``).
+    Every reported point is re-evaluated exactly with ``exactform.models`` (``a``, ``b``)."""
+    outcome = Search(a_json, b_json, box, tolerance, max_diff).run()
+    if max_diff and outcome.point is None:
+        outcome.point = [lo for lo, _ in box]
+    if outcome.point is not None:
+        outcome.a, outcome.b = (_exact(doc)(outcome.point) for doc in (a_json, b_json))
+        gap = max(abs(p - q) for p, q in zip(outcome.a, outcome.b))
+        inside = all(lo <= x <= hi for x, (lo, hi) in zip(outcome.point, box))
+        if not inside or (gap != outcome.maximum if max_diff else gap <= (tolerance or 0)):
+            if not (max_diff and inside and gap < outcome.maximum):
+                raise ArithmeticError("internal error: the reported point does not re-evaluate as found")
+            outcome.notes.append(f"the supremum {outcome.maximum} is approached but not attained (hardmax "
+                                 f"discontinuity); at the point listed |A − B|∞ = {gap}")
+    return outcome
+
+
+def _exact(doc: dict):
+    from ..formats import Reader
+    from ..models import MaxoutNet, Transformer
+    return (Transformer if doc["format"] == Transformer.FORMAT else MaxoutNet).from_json(Reader(doc))
+
+
+def certificate(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None, tree: dict) -> dict:
+    """The ``exactform/certificate`` document of claim E1 for a proved comparison."""
+    from ..check_equiv import FORMAT, statement
+    return {"format": FORMAT, "kind": "equivalence", "models": {"a": a_json, "b": b_json},
+            "claims": [{"id": "E1", "statement": statement(box, tolerance),
+                        "evidence": {"box": {"lower": [format_rational(lo) for lo, _ in box],
+                                             "upper": [format_rational(hi) for _, hi in box]},
+                                     "tolerance": None if tolerance is None else format_rational(tolerance),
+                                     "tree": tree}}]}
