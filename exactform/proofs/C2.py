@@ -10,6 +10,7 @@ Run: ``.venv/bin/python proofs/C2.py [--solver z3|cvc5]``.  Exit 0 when every qu
 1 when one is sat (refuted) or unknown.
 """
 import argparse
+import json
 import random
 import sys
 import time
@@ -60,6 +61,8 @@ def report(label: str, results) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--solver", choices=["z3", "cvc5"], default="z3")
+    parser.add_argument("--json", action="store_true", help='print {"claim": "C2", "ok": ...} as the last line')
+    parser.add_argument("--out", help="accepted for a uniform interface; C2 writes no certificate")
     args = parser.parse_args()
     ok = True
     print("C1 hardmax with constant query and key = value returns the max (ties included), over the reals")
@@ -73,7 +76,9 @@ def main() -> int:
         print(f"  {name}: {len(net.layers)} layers, widths {net.widths}, T = {tf.tokens}, "
               f"{len(queries)} ReLU pairs, queries built in {built:.3f} s")
         ok &= report(name, run_queries(queries, args.solver))
-    print("C1, C2: all proved" if ok else "C1, C2: NOT proved")
+    print("C2 PROVED: C1 and C2 by Z3, every query unsat" if ok else "C2 FAILED: a query is not unsat")
+    if args.json:
+        print(json.dumps({"claim": "C2", "ok": ok}))
     return 0 if ok else 1
 
 

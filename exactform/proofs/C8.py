@@ -23,9 +23,14 @@ from exactform.formats import write_json
 
 
 def bump(doc: dict, path: list) -> None:
-    """Add 1 to the rational string at ``path``."""
+    """Add 1 to the rational at ``path`` (a sparse vector on the way is written out dense first)."""
     *head, last = path
     for key in head:
+        if isinstance(doc[key], dict) and set(doc[key]) == {"length", "index", "value"}:
+            dense = ["0"] * doc[key]["length"]
+            for i, x in zip(doc[key]["index"], doc[key]["value"]):
+                dense[i] = x
+            doc[key] = dense
         doc = doc[key]
     q = Fraction(doc[last]) + 1
     doc[last] = str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
