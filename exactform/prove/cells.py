@@ -6,7 +6,9 @@ An affine function of ``x ∈ Q^d`` is a tuple ``(a_1, ..., a_d, c)`` of exact r
 
 - ``Interval`` (d = 1): its two endpoints;
 - ``Polygon`` (d = 2): its vertices, counter-clockwise;
-- ``Polytope`` (any d): its inequalities ``g(x) ≥ 0``, decided by exact LP (``prove.lp``).
+- ``Polytope`` (any d): its inequalities ``g(x) ≥ 0``, decided by exact LP (``prove.lp``);
+- ``Vertices`` (any d): its inequalities and its vertices with their incidences (the double
+  description), so that deciding and splitting need no LP, only exact evaluations.
 
 Invariant: every cell is full-dimensional and ``side``/``clip`` are exact, so splitting never
 loses or invents a piece of the domain.  Cells are plain data (``to_json``) so that enumeration
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import product
 
 import flint
 
@@ -151,6 +154,79 @@ class Polytope:
         return {"polytope": [[format_rational(v) for v in g] for g in self.constraints]}
 
 
+@dataclass(frozen=True)
+class Vertices:
+    """A polytope ``{x : g(x) ≥ 0 for g in constraints}`` with all its vertices: bit i of
+    ``tight[k]`` is set exactly when ``constraints[i]`` vanishes at ``vertices[k]``.
+
+    Invariant: ``vertices`` are exactly the polytope's vertices, without repeats.  A cut by a
+    hyperplane keeps the vertices on each side and adds one new vertex on every edge it crosses;
+    ``u, w`` span an edge exactly when no other vertex is tight on every constraint tight at both
+    (the combinatorial adjacency test of the double description method, valid under degeneracy:
+    the smallest face holding u and w is cut out by those constraints and is an edge exactly when
+    it has no third vertex), and at least d − 1 constraints are tight at both."""
+    constraints: tuple  # (g, ...) meaning g(x) ≥ 0 for each g
+    vertices: tuple     # exact points
+    tight: tuple        # incidence bit masks, one per vertex
+
+    def _extremes(self, g: Affine) -> tuple:
+        values = [evaluate(g, v) for v in self.vertices]
+        return min(values), max(values)
+
+    def side(self, g: Affine) -> int:
+        lo, hi = self._extremes(g)
+        return 1 if lo >= 0 else (-1 if hi <= 0 else 0)
+
+    def clip(self, g: Affine) -> "Vertices":
+        return self.cut(g)[0]
+
+    def cut(self, g: Affine) -> tuple:
+        """``(cell ∩ {g ≥ 0}, cell ∩ {g ≤ 0})``, each None when it is not full-dimensional."""
+        vs, tight = self.vertices, self.tight
+        values = [evaluate(g, v) for v in vs]
+        pos = [k for k, v in enumerate(values) if v > 0]
+        neg = [k for k, v in enumerate(values) if v < 0]
+        if not neg:
+            return self, None
+        if not pos:
+            return None, self
+        d, bit = len(g) - 1, 1 << len(self.constraints)
+        zero = [(vs[k], tight[k] | bit) for k, v in enumerate(values) if v == 0]
+        crossing = []
+        for i in pos:
+            for j in neg:
+                common = tight[i] & tight[j]
+                if common.bit_count() < d - 1 or any(
+                        t & common == common for k, t in enumerate(tight) if k != i and k != j):
+                    continue
+                s = values[i] / (values[i] - values[j])
+                crossing.append((tuple(a + s * (b - a) for a, b in zip(vs[i], vs[j])), common | bit))
+        h = normalized(g)
+
+        def part(keep, constraint):
+            new = [(vs[k], tight[k]) for k in keep] + zero + crossing
+            return Vertices(self.constraints + (constraint,), tuple(v for v, _ in new), tuple(t for _, t in new))
+        return part(pos, h), part(neg, tuple(-v for v in h))
+
+    def facets(self) -> list[int]:
+        """Indices of the constraints whose zero set meets the cell in a (d − 1)-face."""
+        d = len(self.vertices[0])
+        out = []
+        for i in range(len(self.constraints)):
+            on = [v for v, t in zip(self.vertices, self.tight) if t >> i & 1]
+            if len(on) >= d and flint.fmpq_mat([[a - b for a, b in zip(v, on[0])] for v in on[1:]]).rank() == d - 1:
+                out.append(i)
+        return out
+
+    def sample(self) -> tuple:
+        n = len(self.vertices)
+        return tuple(sum(c, ZERO) / n for c in zip(*self.vertices))
+
+    def to_json(self) -> dict:
+        return {"polytope": [[format_rational(v) for v in self.constraints[i]] for i in self.facets()],
+                "vertices": [[format_rational(x) for x in v] for v in self.vertices]}
+
+
 def box_cell(box: Box, method: str):
     """The whole box as a cell of the given kind (``interval``, ``polygon`` or ``polytope``)."""
     lo, hi = [rational(v) for v in box.lower], [rational(v) for v in box.upper]
@@ -167,7 +243,11 @@ def box_cell(box: Box, method: str):
         e[k] = ONE
         cons.append(tuple(e) + (-lo[k],))
         cons.append(tuple(-v for v in e) + (hi[k],))
-    return Polytope(tuple(cons))
+    if method == "polytope":
+        return Polytope(tuple(cons))
+    corners = list(product(*[(0, 1)] * d))          # 0: the lower face (constraint 2k) is tight
+    return Vertices(tuple(cons), tuple(tuple((lo, hi)[s][k] for k, s in enumerate(c)) for c in corners),
+                    tuple(sum(1 << (2 * k + s) for k, s in enumerate(c)) for c in corners))
 
 
 def difference(p: Affine, q: Affine) -> Affine:
@@ -187,6 +267,8 @@ def argmax_split(cell, pieces: list[Affine]) -> list[tuple[object, int]]:
         g = difference(pieces[0], pieces[1])
         if is_constant(g):
             return [(cell, 0 if g[-1] >= 0 else 1)]
+        if isinstance(cell, Vertices):
+            return [(part, j) for j, part in enumerate(cell.cut(g)) if part is not None]
         s = cell.side(g)
         if s != 0:
             return [(cell, 0 if s > 0 else 1)]

@@ -32,7 +32,8 @@ from ..models.transformer import Attention, FeedForward
 from .cells import ONE, ZERO, Interval, Polygon, Polytope, argmax_split, box_cell, rational
 from .lp import maximize
 
-METHODS = {"interval": "exact-1d-breakpoints", "polygon": "exact-2d-polygons", "polytope": "exact-lp"}
+METHODS = {"interval": "exact-1d-breakpoints", "polygon": "exact-2d-polygons", "polytope": "exact-lp",
+           "vertices": "exact-double-description"}
 
 
 class RegionLimit(RuntimeError):
@@ -209,7 +210,7 @@ class Piece:
 
 
 def default_method(dim: int) -> str:
-    return {1: "interval", 2: "polygon"}.get(dim, "polytope")
+    return {1: "interval", 2: "polygon"}.get(dim, "vertices")
 
 
 def refine(cell, decisions) -> list[tuple[object, tuple]]:
