@@ -65,10 +65,11 @@ def test_relus_that_cancel_are_one_region():
     assert count_regions(net, "polytope").regions == 1
 
 
-def test_three_dimensional_count_by_exact_lp():
+def test_three_dimensional_count_by_both_exact_methods():
     box = Box((-ONE,) * 3, (ONE,) * 3)
     net = expression_net("Abs(x) + Abs(y) + Abs(z)", box).net
-    assert count_regions(net).to_json() == {"regions": 8, "activation_regions": 8, "method": "exact-lp"}
+    assert count_regions(net).to_json() == {"regions": 8, "activation_regions": 8, "method": "exact-double-description"}
+    assert count_regions(net, "polytope").to_json() == {"regions": 8, "activation_regions": 8, "method": "exact-lp"}
 
 
 @pytest.mark.parametrize("expr", ["Abs(x) + Abs(y)", "Max(x, 2*y) - Abs(x - y)/3", "Min(Abs(x), y + 1/2)"])

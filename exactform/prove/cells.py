@@ -54,6 +54,17 @@ def evaluate(g: Affine, point):
     return v
 
 
+def exact_key(values) -> tuple:
+    """A cheaply hashed key of a sequence of ``fmpq`` (or of such sequences), equal exactly
+    for equal values (reduced numerator/denominator pairs)."""
+    return tuple(exact_key(v) if isinstance(v, tuple) else (int(v.p), int(v.q)) for v in values)
+
+
+def centroid(points) -> tuple:
+    """The mean of ``points`` (in the relative interior of their convex hull)."""
+    return tuple(sum(c, ZERO) / len(points) for c in zip(*points))
+
+
 def normalized(g: Affine) -> Affine:
     """The positive multiple of ``g`` whose first non-zero linear coefficient is ±1."""
     lead = next(abs(a) for a in g[:-1] if a)
@@ -219,8 +230,7 @@ class Vertices:
         return out
 
     def sample(self) -> tuple:
-        n = len(self.vertices)
-        return tuple(sum(c, ZERO) / n for c in zip(*self.vertices))
+        return centroid(self.vertices)
 
     def to_json(self) -> dict:
         return {"polytope": [[format_rational(v) for v in self.constraints[i]] for i in self.facets()],

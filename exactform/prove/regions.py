@@ -29,7 +29,8 @@ from itertools import product
 
 from ..models import Box, MaxoutNet, Transformer
 from ..models.transformer import Attention, FeedForward
-from .cells import ONE, ZERO, Interval, Polygon, Polytope, argmax_split, box_cell, rational
+from .cells import (ONE, ZERO, Interval, Polygon, Polytope, Vertices, argmax_split, box_cell, centroid,
+                    evaluate, exact_key, rational)
 from .lp import maximize
 
 METHODS = {"interval": "exact-1d-breakpoints", "polygon": "exact-2d-polygons", "polytope": "exact-lp",
@@ -245,8 +246,10 @@ def cells_in_box(model, box: Box, method: str | None = None, max_cells: int | No
 
 # --- merging ---------------------------------------------------------------------------------------
 
-def adjacent_pairs(pieces: list[Piece], wanted) -> set[tuple[int, int]]:
-    """Pairs of cells sharing a facet, restricted to pairs for which ``wanted(i, j)`` holds."""
+def adjacent_pairs(pieces: list[Piece], wanted, groups=None) -> set[tuple[int, int]]:
+    """Pairs of cells sharing a facet, restricted to pairs for which ``wanted(i, j)`` holds;
+    ``groups(n)``, when given, lists keys of cell n such that i and j are wanted only when they
+    share a key (it narrows the candidates)."""
     if not pieces:
         return set()
     cell = pieces[0].cell
@@ -256,7 +259,64 @@ def adjacent_pairs(pieces: list[Piece], wanted) -> set[tuple[int, int]]:
                 if pieces[i].cell.hi == pieces[j].cell.lo and wanted(i, j)}
     if isinstance(cell, Polygon):
         return {p for p in _polygon_pairs(pieces) if wanted(*p)}
+    if isinstance(cell, Vertices):
+        return _vertices_pairs(pieces, wanted, groups)
     return {p for p in _polytope_candidates(pieces, wanted) if _share_facet(pieces[p[0]].cell, pieces[p[1]].cell)}
+
+
+def _vertices_pairs(pieces, wanted, groups=None) -> set[tuple[int, int]]:
+    """Cells on opposite sides of one hyperplane (one ``g ≥ 0``, the other ``−g ≥ 0``) whose faces
+    on it meet in a (d − 1)-dimensional set (``_faces_meet``).  ``groups(n)``: keys of cell n such
+    that ``wanted(n, m)`` only when n and m share a key (None: one group)."""
+    sides: dict[tuple, tuple[list, list]] = {}
+    for n, piece in enumerate(pieces):
+        cell = piece.cell
+        d = len(cell.vertices[0])
+        keys = groups(n) if groups else (None,)
+        for i, g in enumerate(cell.constraints):
+            on = [v for v, t in zip(cell.vertices, cell.tight) if t >> i & 1]
+            if len(on) < d:
+                continue                    # not a facet
+            lead = next(a for a in g[:-1] if a)
+            key = exact_key(g if lead > 0 else [-v for v in g])     # g is normalized: lead ±1
+            # a coordinate that varies on the hyperplane, and the face's extent along it
+            c = 1 if not any(g[1:-1]) else 0
+            extent = (min(v[c] for v in on), max(v[c] for v in on))
+            for group in keys:
+                sides.setdefault((key, group), ([], []))[lead < 0].append((extent, n, i))
+    pairs = set()
+    for plus, minus in sides.values():
+        if not plus or not minus:
+            continue
+        events = sorted([(e, 0, n, i) for e, n, i in plus] + [(e, 1, n, i) for e, n, i in minus])
+        active: list[list] = [[], []]
+        for (lo, hi), s, n, i in events:
+            other = active[1 - s] = [a for a in active[1 - s] if a[0] > lo]
+            for _, m, j in other:
+                if wanted(n, m) and (_faces_meet(pieces[n].cell, i, pieces[m].cell, j) if s == 0
+                                     else _faces_meet(pieces[m].cell, j, pieces[n].cell, i)):
+                    pairs.add((min(n, m), max(n, m)))
+            active[s].append((hi, n, i))
+    return pairs
+
+
+def _faces_meet(P: Vertices, i: int, Q: Vertices, j: int) -> bool:
+    """The faces of P on its constraint i and of Q on its constraint j (the same hyperplane H,
+    opposite sides) share a (d − 1)-dimensional set.  Disjoint when a constraint of one cell is
+    ≤ 0 on the other's face (it is > 0 on the relative interior of its own face, as it is not
+    H); shared when a point of H (centroids of the faces, their midpoint) satisfies every other
+    constraint of both strictly; else the exact LP decides."""
+    F = [v for v, t in zip(P.vertices, P.tight) if t >> i & 1]
+    G = [v for v, t in zip(Q.vertices, Q.tight) if t >> j & 1]
+    others = [g for k, g in enumerate(P.constraints) if k != i], [g for k, g in enumerate(Q.constraints) if k != j]
+    for cons, face in ((others[0], G), (others[1], F)):
+        if any(all(evaluate(g, v) <= 0 for v in face) for g in cons):
+            return False
+    cf, cg = centroid(F), centroid(G)
+    for x in (cf, cg, tuple((a + b) / 2 for a, b in zip(cf, cg))):
+        if all(evaluate(g, x) > 0 for g in others[0] + others[1]):
+            return True
+    return _meet_on(P.constraints[i], others[0] + others[1])
 
 
 def _line_key(a, b, c) -> tuple[int, int, int]:
@@ -305,21 +365,23 @@ def _share_facet(P: Polytope, Q: Polytope) -> bool:
     other constraints of both hold with a positive margin at some point of h (exact LP)."""
     neg = {tuple(-v for v in g) for g in Q.constraints}
     for h in P.constraints:
-        if h not in neg:
-            continue
-        same = {h, tuple(-v for v in h)}
-        d = len(h) - 1
-        A, b = [], []
-        for g in P.constraints + Q.constraints:
-            if g not in same:
-                A.append([-a for a in g[:-1]] + [ONE])
-                b.append(g[-1])
-        A += [list(h[:-1]) + [ZERO], [-a for a in h[:-1]] + [ZERO], [ZERO] * d + [ONE]]
-        b += [-h[-1], h[-1], ONE]
-        best = maximize([ZERO] * d + [ONE], A, b)
-        if best is not None and best > 0:
-            return True
+        if h in neg:
+            same = {h, tuple(-v for v in h)}
+            if _meet_on(h, [g for g in P.constraints + Q.constraints if g not in same]):
+                return True
     return False
+
+
+def _meet_on(h, constraints) -> bool:
+    """Some point of the hyperplane ``h = 0`` satisfies every one of ``constraints`` with a
+    positive margin (exact LP)."""
+    d = len(h) - 1
+    A = [[-a for a in g[:-1]] + [ONE] for g in constraints]
+    b = [g[-1] for g in constraints]
+    A += [list(h[:-1]) + [ZERO], [-a for a in h[:-1]] + [ZERO], [ZERO] * d + [ONE]]
+    b += [-h[-1], h[-1], ONE]
+    best = maximize([ZERO] * d + [ONE], A, b)
+    return best is not None and best > 0
 
 
 def component_labels(n: int, pairs) -> list[int]:
@@ -345,6 +407,11 @@ def components(n: int, pairs) -> int:
 def related(p: Piece, q: Piece) -> bool:
     """Only pieces with equal output maps or equal patterns are ever merged."""
     return p.output == q.output or p.pattern == q.pattern
+
+
+def relation_keys(p: Piece) -> tuple:
+    """Keys shared by two pieces exactly when they are ``related``."""
+    return ("map", exact_key(p.output)), ("pattern", p.pattern)
 
 
 def by_relation(pieces, pairs) -> tuple[list, list]:
@@ -385,7 +452,7 @@ def merged_cells_in_box(model, box: Box, method: str | None = None, max_cells: i
                         progress=None) -> BoxCells:
     """``cells_in_box`` with the merge inside ``box`` done too (a pure, deterministic function)."""
     pieces = cells_in_box(model, box, method, max_cells, progress)
-    pairs = adjacent_pairs(pieces, lambda i, j: related(pieces[i], pieces[j]))
+    pairs = adjacent_pairs(pieces, lambda i, j: related(pieces[i], pieces[j]), lambda n: relation_keys(pieces[n]))
     same_map, same_pattern = by_relation(pieces, pairs)
     maps, patterns = component_labels(len(pieces), same_map), component_labels(len(pieces), same_pattern)
     boundary = [n for n, p in enumerate(pieces) if on_boundary(p.cell, box)]
@@ -404,7 +471,8 @@ def merge_boxes(found: list[BoxCells]) -> tuple[int, int]:
             map_node.append(map_base + f.maps[n])
             pattern_node.append(pattern_base + f.patterns[n])
         map_base, pattern_base = map_base + f.regions, pattern_base + f.activation_regions
-    pairs = adjacent_pairs(cells, lambda i, j: box_of[i] != box_of[j] and related(cells[i], cells[j]))
+    pairs = adjacent_pairs(cells, lambda i, j: box_of[i] != box_of[j] and related(cells[i], cells[j]),
+                           lambda n: relation_keys(cells[n]))
     same_map, same_pattern = by_relation(cells, pairs)
     return (components(map_base, [(map_node[i], map_node[j]) for i, j in same_map]),
             components(pattern_base, [(pattern_node[i], pattern_node[j]) for i, j in same_pattern]))
