@@ -157,3 +157,108 @@ def test_counts_on_worker_processes_match_serial():
         for name in ("relu-1d", "relu-2d", "region-rich"):
             net = SPLIT_NETS[name]
             assert count_regions(net, parts=3, executor=executor).to_json() == count_regions(net).to_json()
+
+
+# --- n-D: cells with their vertices (double description) -------------------------------------------
+
+def brute_vertices(cell):
+    """Every point where d linearly independent constraints vanish and all hold (exact)."""
+    from itertools import combinations
+
+    import flint
+
+    from exactform.prove.cells import evaluate
+    d = len(cell.vertices[0])
+    found = set()
+    for rows in combinations(cell.constraints, d):
+        A = flint.fmpq_mat([list(g[:-1]) for g in rows])
+        if A.rank() < d:
+            continue
+        x = A.solve(flint.fmpq_mat([[-g[-1]] for g in rows]))
+        point = tuple(x[k, 0] for k in range(d))
+        if all(evaluate(g, point) >= 0 for g in cell.constraints):
+            found.add(point)
+    return found
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cuts_keep_exactly_the_vertices_and_their_incidences(seed):
+    # random cuts, half of them through an existing vertex (degenerate): the vertex list stays
+    # exactly the polytope's vertices (brute force), without repeats, with exact incidences
+    from exactform.prove.cells import Vertices, box_cell, evaluate
+    rng = np.random.default_rng(seed)
+    d = 3 + seed % 2
+    cell = box_cell(Box((-ONE,) * d, (ONE,) * d), "vertices")
+    for step in range(6):
+        a = [F(int(v), 4) for v in rng.integers(-4, 5, d)]
+        if not any(a):
+            continue
+        if step % 2:
+            v = cell.vertices[int(rng.integers(len(cell.vertices)))]
+            c = -sum(x * y for x, y in zip(a, (F(int(t.p), int(t.q)) for t in v)))
+        else:
+            c = F(int(rng.integers(-4, 5)), 8)
+        from exactform.prove.cells import rational
+        g = tuple(rational(x) for x in a) + (rational(c),)
+        parts = [p for p in cell.cut(g) if p is not None]
+        assert parts
+        cell = parts[int(rng.integers(len(parts)))]
+        assert isinstance(cell, Vertices)
+        assert len(set(cell.vertices)) == len(cell.vertices)
+        assert set(cell.vertices) == brute_vertices(cell)
+        for v, t in zip(cell.vertices, cell.tight):
+            assert t == sum(1 << i for i, h in enumerate(cell.constraints) if evaluate(h, v) == 0)
+
+
+def dyadic_relu_net(widths, seed, zeros=0.3):
+    """A deep ReLU net with small dyadic weights, a share of them zero (coinciding and parallel
+    hyperplanes, neurons dead on whole cells, equal output maps on neighbouring cells)."""
+    rng = np.random.default_rng(seed)
+    layers = []
+    for n_in, n_out in zip(widths, widths[1:-1]):
+        W = rng.integers(-4, 5, (n_out, n_in)) * (rng.random((n_out, n_in)) > zeros)
+        b = rng.integers(-2, 3, n_out)
+        layers.append(MaxoutLayer([[[F(int(w), 4) for w in row], [ZERO] * n_in] for row in W],
+                                  [[F(int(c), 4), ZERO] for c in b]))
+    readout = [[F(int(w)) for w in rng.integers(-2, 3, widths[-2])]]
+    return MaxoutNet(Box((-ONE,) * widths[0], (ONE,) * widths[0]), layers, readout, [ZERO])
+
+
+@pytest.mark.parametrize("widths,seed", [([3, 5, 4, 1], 0), ([3, 6, 3, 1], 1), ([4, 4, 3, 1], 2), ([3, 4, 4, 1], 3)])
+def test_vertices_and_exact_lp_give_the_same_counts(widths, seed):
+    net = dyadic_relu_net(widths, seed)
+    a, b = count_regions(net), count_regions(net, "polytope")
+    assert (a.regions, a.activation_regions) == (b.regions, b.activation_regions)
+    assert a.regions < a.activation_regions or seed != 0       # merges do occur (seed 0)
+
+
+def test_vertices_counts_do_not_depend_on_the_split():
+    net = dyadic_relu_net([3, 5, 4, 1], 0)
+    assert count_regions(net, parts=2).to_json() == count_regions(net).to_json()
+
+
+def test_faces_meet_agrees_with_the_exact_lp():
+    # every pair of cells with opposite constraints: the fast test equals the LP on that hyperplane
+    from exactform.prove.regions import _faces_meet, _meet_on, cells_in_box
+    net = dyadic_relu_net([3, 5, 4, 1], 4)
+    pieces = cells_in_box(net, net.domain)
+    outcomes = []
+    for n, P in enumerate(pieces[:25]):
+        for Q in pieces[n + 1:]:
+            for i, h in enumerate(P.cell.constraints):
+                neg = tuple(-v for v in h)
+                if neg in Q.cell.constraints:
+                    j = Q.cell.constraints.index(neg)
+                    others = [g for k, g in enumerate(P.cell.constraints) if k != i] + \
+                             [g for k, g in enumerate(Q.cell.constraints) if k != j]
+                    outcomes.append(_meet_on(h, others))
+                    assert _faces_meet(P.cell, i, Q.cell, j) == outcomes[-1]
+    assert outcomes.count(True) > 10 and outcomes.count(False) > 10
+
+
+def test_transformer_in_three_dimensions_has_the_regions_of_its_source():
+    box = Box((-ONE,) * 3, (ONE,) * 3)
+    net = expression_net("Abs(x) + Max(y, 2*z - 1/3) - Abs(x - y)", box).net
+    tf = compile_maxout(net)
+    assert count_regions(tf).regions == count_regions(net).regions == 8
+    assert count_regions(tf).to_json()["activation_regions"] == count_regions(tf, "polytope").activation_regions
