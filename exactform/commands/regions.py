@@ -1,7 +1,8 @@
 """``exactform regions MODEL.json [--json] [--plot FILE.png] [--max-regions N] [--workers N]
 [--scheduler ADDRESS]``: exact counts of linear regions and activation regions on the model's
-domain (DESIGN §5).  With more than one worker the domain is split into sub-boxes, enumerated as
-tasks and merged across their shared facets: the counts are the same whatever runs them."""
+domain.  With more than one worker the cells (in 3-D and up) or sub-boxes of the domain (1-D, 2-D)
+are refined as separate tasks and merged across their shared facets: the counts are the same
+whatever runs them."""
 from __future__ import annotations
 
 import json
@@ -36,8 +37,7 @@ def run(args) -> int:
     try:
         with make_executor(args.workers, args.scheduler) as executor:
             parts = 1 if args.plot else parts_for(executor.workers, model.input_dim)   # plots: the cells as drawn serially
-            result = count_regions(model, args.method, args.max_regions, parts, progress,
-                                   executor if parts > 1 else None)
+            result = count_regions(model, args.method, args.max_regions, parts, progress, executor)
     except ExecutorError as e:
         progress.close()
         return lost_work("regions", e)

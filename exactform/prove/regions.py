@@ -29,8 +29,9 @@ from itertools import product
 
 from ..models import Box, MaxoutNet, Transformer
 from ..models.transformer import Attention, FeedForward
-from .cells import (ONE, ZERO, Interval, Polygon, Polytope, Vertices, argmax_split, box_cell, centroid,
-                    evaluate, exact_key, rational)
+from .cells import (ONE, ZERO, Q, Interval, Polygon, Polytope, Vertices, argmax_split, box_cell, centroid,
+                    dot, evaluate, exact_key, integer_form, rational, to_point)
+
 from .lp import maximize
 
 METHODS = {"interval": "exact-1d-breakpoints", "polygon": "exact-2d-polygons", "polytope": "exact-lp",
@@ -223,25 +224,53 @@ def refine(cell, decisions) -> list[tuple[object, tuple]]:
 
 
 def cells_in_box(model, box: Box, method: str | None = None, max_cells: int | None = None,
-                 progress=None) -> list[Piece]:
-    """All activation cells of ``model`` inside ``box`` (a pure, deterministic function)."""
+                 progress=None, executor=None) -> list[Piece]:
+    """All activation cells of ``model`` inside ``box`` (a pure, deterministic function).
+
+    With an ``executor`` of several workers, once a stage has left ``DISTRIBUTE_AT`` cells per
+    worker, the cells are refined through the remaining stages in contiguous chunks, one task
+    each: every cell's refinement is independent of the others, and the chunks' cells, joined in
+    order, are the serial list itself."""
     method = method or default_method(box.dim)
     program = program_of(model)
     items = [(box_cell(box, method), (), program.initial())]
     stages = program.stages()
-    for k, stage in enumerate(stages):
+    for k in range(len(stages)):
+        workers = executor.workers if executor is not None else 1
+        if workers > 1 and len(items) >= DISTRIBUTE_AT * workers:
+            size = -(-len(items) // (4 * workers))
+            chunks = [items[a:a + size] for a in range(0, len(items), size)]
+            found = executor.map(partial(refine_items, model, k, max_cells), chunks)
+            items = [item for f in found for item in f]
+            if progress:
+                progress(len(stages), len(stages), len(items))
+            break
+        items = refine_items(model, k, max_cells, items, stages[k:k + 1], program)
+        if progress:
+            progress(k + 1, len(stages), len(items))
+    if max_cells is not None and len(items) > max_cells:
+        raise RegionLimit(f"more than {max_cells} activation cells; raise --max-regions to count them all")
+    return [Piece(c, p, program.output(s)) for c, p, s in items]
+
+
+DISTRIBUTE_AT = 16          # cells per worker before the refinement is distributed
+
+
+def refine_items(model, first: int, max_cells: int | None, items: list, stages=None, program=None) -> list:
+    """``items`` (cell, pattern, state) refined through ``stages`` (default: all from ``first`` on)."""
+    program = program or program_of(model)
+    stages = stages if stages is not None else program.stages()[first:]
+    for k, stage in enumerate(stages, first):
         new = []
         for cell, pattern, state in items:
             decisions, update = stage(state)
             for part, choice in refine(cell, decisions):
                 new.append((part, pattern + choice, update(choice)))
             if max_cells is not None and len(new) > max_cells:
-                raise RegionLimit(f"more than {max_cells} activation cells after stage {k + 1} of "
-                                  f"{len(stages)}; raise --max-regions to count them all")
+                raise RegionLimit(f"more than {max_cells} activation cells after stage {k + 1}; "
+                                  f"raise --max-regions to count them all")
         items = new
-        if progress:
-            progress(k + 1, len(stages), len(items))
-    return [Piece(c, p, program.output(s)) for c, p, s in items]
+    return items
 
 
 # --- merging ---------------------------------------------------------------------------------------
@@ -270,27 +299,21 @@ def _vertices_pairs(pieces, wanted, groups=None) -> set[tuple[int, int]]:
     that ``wanted(n, m)`` only when n and m share a key (None: one group)."""
     sides: dict[tuple, tuple[list, list]] = {}
     for n, piece in enumerate(pieces):
-        cell = piece.cell
-        d = len(cell.vertices[0])
         keys = groups(n) if groups else (None,)
-        for i, g in enumerate(cell.constraints):
-            on = [v for v, t in zip(cell.vertices, cell.tight) if t >> i & 1]
-            if len(on) < d:
-                continue                    # not a facet
-            lead = next(a for a in g[:-1] if a)
-            key = exact_key(g if lead > 0 else [-v for v in g])     # g is normalized: lead ±1
-            # a coordinate that varies on the hyperplane, and the face's extent along it
-            c = 1 if not any(g[1:-1]) else 0
-            extent = (min(v[c] for v in on), max(v[c] for v in on))
-            for group in keys:
-                sides.setdefault((key, group), ([], []))[lead < 0].append((extent, n, i))
+        for i, g in enumerate(piece.cell.constraints):
+            lead = next(a for a in g[:-1] if a) > 0      # g is normalized: its lead is ±1
+            plane = exact_key(g if lead else [-v for v in g])
+            for key in keys:
+                sides.setdefault((plane, key), ([], []))[not lead].append((n, i))
     pairs = set()
     for plus, minus in sides.values():
         if not plus or not minus:
             continue
-        events = sorted([(e, 0, n, i) for e, n, i in plus] + [(e, 1, n, i) for e, n, i in minus])
+        events = sorted(_face_extent(pieces, n, i, s) for s, side in enumerate((plus, minus)) for n, i in side)
         active: list[list] = [[], []]
-        for (lo, hi), s, n, i in events:
+        for lo, hi, s, n, i in events:
+            if lo == hi:
+                continue                                 # lower-dimensional: not a facet
             other = active[1 - s] = [a for a in active[1 - s] if a[0] > lo]
             for _, m, j in other:
                 if wanted(n, m) and (_faces_meet(pieces[n].cell, i, pieces[m].cell, j) if s == 0
@@ -300,18 +323,33 @@ def _vertices_pairs(pieces, wanted, groups=None) -> set[tuple[int, int]]:
     return pairs
 
 
+def _face_extent(pieces, n: int, i: int, s: int) -> tuple:
+    """``(lo, hi, s, n, i)``: the extent of cell n's face on its constraint i along a coordinate
+    that varies on that hyperplane (``lo == hi`` when the face is not a facet)."""
+    cell = pieces[n].cell
+    g = cell.constraints[i]
+    c = 1 if not any(g[1:-1]) else 0
+    on = [Q(p[c], p[-1]) for p, t in zip(cell.points, cell.tight) if t >> i & 1]
+    if len(on) < len(g) - 1:
+        return ZERO, ZERO, s, n, i
+    return min(on), max(on), s, n, i
+
+
 def _faces_meet(P: Vertices, i: int, Q: Vertices, j: int) -> bool:
     """The faces of P on its constraint i and of Q on its constraint j (the same hyperplane H,
     opposite sides) share a (d − 1)-dimensional set.  Disjoint when a constraint of one cell is
     ≤ 0 on the other's face (it is > 0 on the relative interior of its own face, as it is not
     H); shared when a point of H (centroids of the faces, their midpoint) satisfies every other
     constraint of both strictly; else the exact LP decides."""
-    F = [v for v, t in zip(P.vertices, P.tight) if t >> i & 1]
-    G = [v for v, t in zip(Q.vertices, Q.tight) if t >> j & 1]
+    F = [v for v, t in zip(P.points, P.tight) if t >> i & 1]
+    G = [v for v, t in zip(Q.points, Q.tight) if t >> j & 1]
+    if min(len(F), len(G)) < len(P.points[0]) - 1:
+        return False                                     # a face with fewer than d vertices
     others = [g for k, g in enumerate(P.constraints) if k != i], [g for k, g in enumerate(Q.constraints) if k != j]
     for cons, face in ((others[0], G), (others[1], F)):
-        if any(all(evaluate(g, v) <= 0 for v in face) for g in cons):
+        if any(max(dot(integer_form(g), p) for p in face) <= 0 for g in cons):
             return False
+    F, G = [to_point(p) for p in F], [to_point(p) for p in G]
     cf, cg = centroid(F), centroid(G)
     for x in (cf, cg, tuple((a + b) / 2 for a, b in zip(cf, cg))):
         if all(evaluate(g, x) > 0 for g in others[0] + others[1]):
@@ -449,9 +487,9 @@ class BoxCells:
 
 
 def merged_cells_in_box(model, box: Box, method: str | None = None, max_cells: int | None = None,
-                        progress=None) -> BoxCells:
+                        progress=None, executor=None) -> BoxCells:
     """``cells_in_box`` with the merge inside ``box`` done too (a pure, deterministic function)."""
-    pieces = cells_in_box(model, box, method, max_cells, progress)
+    pieces = cells_in_box(model, box, method, max_cells, progress, executor)
     pairs = adjacent_pairs(pieces, lambda i, j: related(pieces[i], pieces[j]), lambda n: relation_keys(pieces[n]))
     same_map, same_pattern = by_relation(pieces, pairs)
     maps, patterns = component_labels(len(pieces), same_map), component_labels(len(pieces), same_pattern)
@@ -499,9 +537,10 @@ def split_box(box: Box, parts: int) -> list[Box]:
 
 
 def parts_for(workers: int, dim: int) -> int:
-    """Slices per coordinate giving at least 4 sub-boxes per worker (1 when serial)."""
+    """Slices per coordinate giving at least 4 sub-boxes per worker in 1-D and 2-D (1 when
+    serial); in more dimensions the cells themselves are distributed (``cells_in_box``)."""
     parts = 1
-    while workers > 1 and parts ** dim < 4 * workers:
+    while workers > 1 and dim <= 2 and parts ** dim < 4 * workers:
         parts += 1
     return parts
 
@@ -509,15 +548,16 @@ def parts_for(workers: int, dim: int) -> int:
 def count_regions(model, method: str | None = None, max_regions: int | None = None, parts: int = 1,
                   progress=None, executor=None) -> RegionCount:
     """Exact counts on ``model.domain``; ``parts > 1`` enumerates parts^d sub-boxes independently,
-    one task each on ``executor`` (``exactform.executor``) when given; ``max_regions`` bounds the
-    cells of each sub-box and, after merging, the regions."""
+    one task each on ``executor`` (``exactform.executor``) when given, and ``parts == 1`` hands
+    the executor the cells (``cells_in_box``); ``max_regions`` bounds the cells of each sub-box
+    and, after merging, the regions."""
     method = method or default_method(model.input_dim)
     if method not in METHODS or (method == "interval" and model.input_dim != 1) \
             or (method == "polygon" and model.input_dim != 2):
         raise ValueError(f"method {method!r} does not apply to input dimension {model.input_dim}")
     subs = split_box(model.domain, parts)
-    if executor is None:
-        found = [merged_cells_in_box(model, sub, method, max_regions, progress) for sub in subs]
+    if executor is None or parts == 1:
+        found = [merged_cells_in_box(model, sub, method, max_regions, progress, executor) for sub in subs]
     else:
         found = executor.map(partial(merged_cells_in_box, model, method=method, max_cells=max_regions), subs)
     regions, activation = merge_boxes(found)
