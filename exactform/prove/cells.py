@@ -216,8 +216,10 @@ class Vertices:
         return [dot(gi, p) for p in self.points]
 
     def _extremes(self, g: Affine) -> tuple:
-        values = [evaluate(g, v) for v in self.vertices]
-        return min(values), max(values)
+        gi = integer_form(g)
+        scale = Q(gi[-1]) / g[-1] if g[-1] else next(Q(a) / b for a, b in zip(gi, g) if b)
+        values = [Q(dot(gi, p), p[-1]) for p in self.points]
+        return min(values) / scale, max(values) / scale
 
     def side(self, g: Affine) -> int:
         values = self.values(g)

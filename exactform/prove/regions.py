@@ -298,11 +298,14 @@ def _vertices_pairs(pieces, wanted, groups=None) -> set[tuple[int, int]]:
     on it meet in a (d − 1)-dimensional set (``_faces_meet``).  ``groups(n)``: keys of cell n such
     that ``wanted(n, m)`` only when n and m share a key (None: one group)."""
     sides: dict[tuple, tuple[list, list]] = {}
+    planes: dict[int, tuple] = {}            # id of a constraint (shared by a cell's descendants)
     for n, piece in enumerate(pieces):
         keys = groups(n) if groups else (None,)
         for i, g in enumerate(piece.cell.constraints):
-            lead = next(a for a in g[:-1] if a) > 0      # g is normalized: its lead is ±1
-            plane = exact_key(g if lead else [-v for v in g])
+            if id(g) not in planes:
+                lead = next(a for a in g[:-1] if a) > 0  # g is normalized: its lead is ±1
+                planes[id(g)] = exact_key(g if lead else [-v for v in g]), lead
+            plane, lead = planes[id(g)]
             for key in keys:
                 sides.setdefault((plane, key), ([], []))[not lead].append((n, i))
     pairs = set()
@@ -460,7 +463,7 @@ def by_relation(pieces, pairs) -> tuple[list, list]:
 
 def on_boundary(cell, box: Box) -> bool:
     """Necessary for ``cell`` (inside ``box``) to share a facet with a cell outside ``box``: it
-    reaches a face of ``box`` along an edge (2-D) or at all (1-D, and d-D by exact LP)."""
+    reaches a face of ``box`` along an edge (2-D) or at all (1-D; d-D by its vertices or exact LP)."""
     lo, hi = [rational(v) for v in box.lower], [rational(v) for v in box.upper]
     if isinstance(cell, Interval):
         return cell.lo == lo[0] or cell.hi == hi[0]
@@ -468,6 +471,9 @@ def on_boundary(cell, box: Box) -> bool:
         vs = cell.vertices
         return any(u[k] == v[k] and v[k] in (lo[k], hi[k])
                    for u, v in zip(vs, vs[1:] + vs[:1]) for k in (0, 1))
+    if isinstance(cell, Vertices):       # its first 2d constraints are the faces of box (box_cell)
+        faces = (1 << 2 * box.dim) - 1
+        return any(t & faces for t in cell.tight)
     extremes = [cell._extremes(g) for g in coordinate_maps(box.dim)]
     return any(a == lo[k] or b == hi[k] for k, (a, b) in enumerate(extremes))
 
