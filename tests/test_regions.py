@@ -262,3 +262,79 @@ def test_transformer_in_three_dimensions_has_the_regions_of_its_source():
     tf = compile_maxout(net)
     assert count_regions(tf).regions == count_regions(net).regions == 8
     assert count_regions(tf).to_json()["activation_regions"] == count_regions(tf, "polytope").activation_regions
+
+
+# --- regions --cells -------------------------------------------------------------------------------
+
+def read_cells(tmp_path, net, *flags):
+    import json
+
+    from exactform.cli import main
+    from exactform.formats import write_json
+    write_json(tmp_path / "net.json", net.to_json())
+    assert main(["regions", str(tmp_path / "net.json"), "--cells", str(tmp_path / "cells.jsonl"), *flags]) == 0
+    header, *cells = [json.loads(line) for line in (tmp_path / "cells.jsonl").read_text().splitlines()]
+    return header, cells
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_cells_file_holds_every_cell_exactly(tmp_path, workers):
+    net = dyadic_relu_net([3, 5, 4, 1], 0)
+    header, cells = read_cells(tmp_path, net, "--workers", workers)
+    result = count_regions(net)
+    assert header["cells"] == len(cells) == result.activation_regions and header["regions"] == result.regions
+    planes = []
+    for n, c in enumerate(cells):
+        assert c["cell"] == n
+        hs = [[F(v) for v in h] for h in c["halfspaces"]]
+        vs = [[F(v) for v in x] for x in c["vertices"]]
+        # every vertex satisfies every halfspace, and each halfspace is tight on ≥ 3 vertices (a facet)
+        for h in hs:
+            values = [sum(a * x for a, x in zip(h, v)) + h[-1] for v in vs]
+            assert min(values) >= 0 and values.count(0) >= 3
+        # the output map is the net's, exactly, at the centroid of the cell
+        centre = [sum(col) / len(vs) for col in zip(*vs)]
+        (out,) = [[F(v) for v in m] for m in c["output"]]
+        assert sum(a * x for a, x in zip(out, centre)) + out[-1] == net(centre)[0]
+        planes.append({tuple(h) for h in hs})
+    for n, c in enumerate(cells):
+        for m in c["neighbours"]:
+            assert n in cells[m]["neighbours"]
+            assert any(tuple(-v for v in h) in planes[m] for h in planes[n])     # opposite sides of a facet
+
+
+def test_cells_neighbours_agree_with_the_exact_lp(tmp_path):
+    from exactform.prove.regions import _share_facet, cells_in_box
+    from exactform.prove.cells import Polytope
+    net = dyadic_relu_net([3, 4, 3, 1], 5)
+    _, cells = read_cells(tmp_path, net)
+    pieces = cells_in_box(net, net.domain)
+    lp = [Polytope(tuple(p.cell.constraints)) for p in pieces]
+    for n in range(len(pieces)):
+        assert cells[n]["neighbours"] == [m for m in range(len(pieces)) if m != n and _share_facet(lp[n], lp[m])]
+
+
+def test_cells_file_in_2d_lists_the_quadrants(tmp_path):
+    header, cells = read_cells(tmp_path, expression_net("Abs(x) + Abs(y)", SQUARE).net)
+    assert header["method"] == "exact-2d-polygons" and len(cells) == 4
+    assert all(len(c["neighbours"]) == 2 and len(c["halfspaces"]) == 4 for c in cells)
+
+
+def test_cells_file_in_a_missing_folder_is_refused_before_any_work(tmp_path, capsys):
+    from exactform.cli import main
+    from exactform.formats import write_json
+    write_json(tmp_path / "net.json", tent(3).to_json())
+    assert main(["regions", str(tmp_path / "net.json"), "--cells", str(tmp_path / "no" / "cells.jsonl")]) == 2
+    assert "--cells" in capsys.readouterr().err
+
+
+def test_cells_distributed_to_workers_are_the_serial_cells(monkeypatch):
+    from exactform.executor import LocalProcesses
+    from exactform.prove import regions
+    monkeypatch.setattr(regions, "DISTRIBUTE_AT", 1)          # distribute after the first stage
+    net = dyadic_relu_net([3, 5, 4, 1], 0)
+    serial = regions.cells_in_box(net, net.domain)
+    with LocalProcesses(2) as executor:
+        spread = regions.cells_in_box(net, net.domain, executor=executor)
+        assert count_regions(net, executor=executor).to_json() == count_regions(net).to_json()
+    assert [(p.pattern, p.output, p.cell) for p in spread] == [(p.pattern, p.output, p.cell) for p in serial]

@@ -5,7 +5,9 @@ are refined as separate tasks and merged across their shared facets: the counts 
 whatever runs them."""
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import sys
 
 from ..executor import ExecutorError, add_executor_arguments, lost_work, make_executor
@@ -16,6 +18,8 @@ def add_parser(sub):
     p.add_argument("model", help="exactform/maxout@1 or hardmax exactform/transformer@1 JSON")
     p.add_argument("--json", action="store_true", help='print {"regions": N, "activation_regions": M, "method": ...}')
     p.add_argument("--plot", metavar="FILE.png", help="draw the partition (2-D) or the graph (1-D)")
+    p.add_argument("--cells", metavar="FILE.jsonl", help="write every cell exactly, one JSON line each "
+                   "(halfspaces, vertices, activation pattern, output map, neighbours; docs/regions.md)")
     p.add_argument("--max-regions", type=int, metavar="N", help="stop once more than N cells would be enumerated")
     p.add_argument("--method", choices=("interval", "polygon", "polytope"),
                    help="cell kind (default: interval in 1-D, polygon in 2-D, exact LP otherwise)")
@@ -33,10 +37,13 @@ def run(args) -> int:
                          "regions are counted for hardmax models")
     if args.max_regions is not None and args.max_regions < 1:
         raise InputError("--max-regions", "", "expected a positive integer")
+    if args.cells and not os.path.isdir(os.path.dirname(os.path.abspath(args.cells))):
+        raise InputError("--cells", "", f"no folder for {args.cells}")
     progress = Progress()
     try:
         with make_executor(args.workers, args.scheduler) as executor:
-            parts = 1 if args.plot else parts_for(executor.workers, model.input_dim)   # plots: the cells as drawn serially
+            # plots and cell files: whole cells, not their parts in sub-boxes
+            parts = 1 if args.plot or args.cells else parts_for(executor.workers, model.input_dim)
             result = count_regions(model, args.method, args.max_regions, parts, progress, executor)
     except ExecutorError as e:
         progress.close()
@@ -54,9 +61,22 @@ def run(args) -> int:
         if model.input_dim > 2:
             raise InputError("--plot", "", "plots are drawn for 1-D and 2-D inputs only")
         plot_regions(result, args.plot)
+    if args.cells:
+        write_cells(args.cells, args.model, model.input_dim, result)
     if args.json:
         print(json.dumps(result.to_json(), sort_keys=True))
     else:
         print(f"{result.regions} linear regions, {result.activation_regions} activation regions "
-              f"({result.method}, exact)" + (f"; plot written to {args.plot}" if args.plot else ""))
+              f"({result.method}, exact)" + (f"; plot written to {args.plot}" if args.plot else "")
+              + (f"; cells written to {args.cells}" if args.cells else ""))
     return 0
+
+
+def write_cells(path: str, source: str, dim: int, result) -> None:
+    """A header line, then one line per cell (``prove.regions.cell_records``), written as made."""
+    from ..formats import write_text
+    from ..prove.regions import cell_records
+    header = {"format": "exactform/cells@1", "model": source, "input_dim": dim, "cells": len(result.pieces),
+              **result.to_json()}
+    lines = (json.dumps(r, separators=(",", ":")) + "\n" for r in cell_records(result))
+    write_text(path, itertools.chain([json.dumps(header, sort_keys=True) + "\n"], lines))

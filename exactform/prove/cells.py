@@ -101,6 +101,9 @@ class Interval:
     def to_json(self) -> dict:
         return {"interval": [format_rational(self.lo), format_rational(self.hi)]}
 
+    def halfspaces(self) -> list[Affine]:
+        return [(ONE, -self.lo), (-ONE, self.hi)]
+
 
 @dataclass(frozen=True)
 class Polygon:
@@ -143,6 +146,17 @@ class Polygon:
     def to_json(self) -> dict:
         return {"polygon": [[format_rational(x), format_rational(y)] for x, y in self.vertices]}
 
+    def halfspaces(self) -> list[Affine]:
+        """One per edge: the interior is on its left (counter-clockwise order)."""
+        out = []
+        vs = self.vertices
+        for (x1, y1), (x2, y2) in zip(vs, vs[1:] + vs[:1]):
+            if (x1, y1) != (x2, y2):
+                g = normalized((y1 - y2, x2 - x1, (y2 - y1) * x1 - (x2 - x1) * y1))
+                if g not in out:
+                    out.append(g)
+        return out
+
 
 @dataclass(frozen=True)
 class Polytope:
@@ -166,6 +180,9 @@ class Polytope:
 
     def to_json(self) -> dict:
         return {"polytope": [[format_rational(v) for v in g] for g in self.constraints]}
+
+    def halfspaces(self) -> list[Affine]:
+        return list(self.constraints)
 
 
 def integer_form(g: Affine) -> tuple:
@@ -270,8 +287,12 @@ class Vertices:
         return centroid(self.vertices)
 
     def to_json(self) -> dict:
-        return {"polytope": [[format_rational(v) for v in self.constraints[i]] for i in self.facets()],
+        return {"polytope": [[format_rational(v) for v in g] for g in self.halfspaces()],
                 "vertices": [[format_rational(x) for x in v] for v in self.vertices]}
+
+    def halfspaces(self) -> list[Affine]:
+        """The facet-defining constraints (no redundant one)."""
+        return [self.constraints[i] for i in self.facets()]
 
 
 def _incidence(tight) -> dict[int, int]:

@@ -290,7 +290,7 @@ def adjacent_pairs(pieces: list[Piece], wanted, groups=None) -> set[tuple[int, i
         return {p for p in _polygon_pairs(pieces) if wanted(*p)}
     if isinstance(cell, Vertices):
         return _vertices_pairs(pieces, wanted, groups)
-    return {p for p in _polytope_candidates(pieces, wanted) if _share_facet(pieces[p[0]].cell, pieces[p[1]].cell)}
+    return {p for p in _polytope_candidates(pieces, wanted, groups) if _share_facet(pieces[p[0]].cell, pieces[p[1]].cell)}
 
 
 def _vertices_pairs(pieces, wanted, groups=None) -> set[tuple[int, int]]:
@@ -392,12 +392,12 @@ def _polygon_pairs(pieces) -> set[tuple[int, int]]:
     return pairs
 
 
-def _polytope_candidates(pieces, wanted):
-    groups: dict = {}
-    for n, p in enumerate(pieces):
-        groups.setdefault(p.output, []).append(n)
-        groups.setdefault(("pattern", p.pattern), []).append(n)
-    return {(i, j) for members in groups.values() for a, i in enumerate(members) for j in members[a + 1:]
+def _polytope_candidates(pieces, wanted, groups=None):
+    members: dict = {}
+    for n in range(len(pieces)):
+        for key in (groups(n) if groups else (None,)):
+            members.setdefault(key, []).append(n)
+    return {(i, j) for group in members.values() for a, i in enumerate(group) for j in group[a + 1:]
             if wanted(i, j)}
 
 
@@ -571,6 +571,29 @@ def count_regions(model, method: str | None = None, max_regions: int | None = No
     if max_regions is not None and activation > max_regions:
         raise RegionLimit(f"{activation} activation regions exceed {max_regions}; raise --max-regions to count them all")
     return RegionCount(regions, activation, METHODS[method], pieces)
+
+
+def cell_records(result: RegionCount):
+    """One JSON-ready record per cell of ``result`` (one piece per cell: ``parts == 1``), in
+    order: its halfspaces ``a·x + c ≥ 0`` as ``[a_1..a_d, c]``, its vertices when the cell kind
+    keeps them, its activation pattern, the affine output map on it, and the cells sharing a
+    facet with it (exact, ``adjacent_pairs``).  Records are made as they are written."""
+    from ..numbers import format_rational
+    pieces = result.pieces
+    neighbours: list[list[int]] = [[] for _ in pieces]
+    for i, j in sorted(adjacent_pairs(pieces, lambda i, j: True)):
+        neighbours[i].append(j)
+        neighbours[j].append(i)
+
+    def encode(rows):
+        return [[format_rational(v) for v in row] for row in rows]
+    for n, piece in enumerate(pieces):
+        cell = piece.cell
+        record = {"cell": n, "halfspaces": encode(cell.halfspaces()), "pattern": list(piece.pattern),
+                  "output": encode(piece.output), "neighbours": sorted(neighbours[n])}
+        if isinstance(cell, (Polygon, Vertices)):
+            record["vertices"] = encode(cell.vertices)
+        yield record
 
 
 class Progress:
