@@ -95,8 +95,13 @@ class _Affine(nn.Module):
     into a slice of the state in place.  ``bound`` covers either: a sum of the row's non-zero
     products, the bias and, when accumulating, the value accumulated into."""
 
-    def __init__(self, matrix: Matrix, cols: int, bias: list[Fraction], dtype):
+    def __init__(self, matrix: Matrix, cols: int, bias: list[Fraction], dtype, one: int | None = None):
+        """``one``: a column whose input is the constant 1 (in every token): the bias is added
+        there, inside the GEMM (the same sum, the bias one product ``b·1 = b`` of it)."""
         super().__init__()
+        if one is not None and any(bias):
+            matrix = [row[:one] + [row[one] + b] + row[one + 1:] for row, b in zip(matrix, bias)]
+            bias = [ZERO] * len(bias)
         self.map = LinearMap(matrix, cols, dtype)
         rounded = _floats(bias, dtype)
         self.register_buffer("bias", rounded)
@@ -107,7 +112,9 @@ class _Affine(nn.Module):
     def forward(self, x):
         if self.map.zero:
             return self.bias.expand(len(x), -1).clone()
-        return torch.addmm(self.bias, x, self.map.weight.T)
+        if self.has_bias:
+            return torch.addmm(self.bias, x, self.map.weight.T)
+        return x @ self.map.weight.T
 
     def accumulate(self, y, x):
         """``y += x Mᵀ + b`` in place (``y`` and ``x`` must not overlap): one sum of the row's
@@ -153,10 +160,11 @@ def _scatter(E, at, values):
 class _Block(nn.Module):
     """A block on the state (N = batch × tokens, width): reads ``reads``, adds into ``writes``."""
 
-    def __init__(self, reads: list[int], writes: list[int]):
+    def __init__(self, reads: list[int], writes: list[int], ones: set[int]):
         super().__init__()
         self.reads, self.writes = _slot(reads), _slot(writes)
         self.aliased = bool(set(reads) & set(writes))
+        self.one = next((k for k, c in enumerate(reads) if c in ones), None)     # a constant-1 input
 
     def _input(self, X):
         x = _read(X, self.reads)
@@ -185,16 +193,17 @@ class FeedForwardModule(_Block):
     ``decomposition``, identity pairs ``ReLU(v) − ReLU(−v) = v`` run as the affine map ``L``.
     Three GEMMs (the last two accumulate into the state) and one ReLU pass."""
 
-    def __init__(self, block: FeedForward, dtype):
-        super().__init__(block.reads, block.writes)
+    def __init__(self, block: FeedForward, ones: set[int], dtype):
+        super().__init__(block.reads, block.writes, ones)
         relu, linear, offset = block.decomposition
         self.first = self.second = None
         if relu:
             self.first = _Affine([[block.w1[u][c] for c in block.reads] for u in relu], len(block.reads),
-                                 [block.b1[u] for u in relu], dtype)
+                                 [block.b1[u] for u in relu], dtype, self.one)
             self.second = _Affine([[block.w2[r][u] for u in relu] for r in block.writes], len(relu),
                                   [ZERO] * len(block.writes), dtype)
-        self.linear = _Affine([[row[c] for c in block.reads] for row in linear], len(block.reads), offset, dtype)
+        self.linear = _Affine([[row[c] for c in block.reads] for row in linear], len(block.reads), offset, dtype,
+                              self.one)
 
     def _terms(self, x):
         relu = [(self.second, torch.relu_(self.first(x)))] if self.first is not None else []
@@ -222,8 +231,8 @@ class AttentionModule(_Block):
     ``S[s, b, t, h] = q_{t,h}·k_{s,h}``, hardmax (ties share) or softmax(λ) over s, and one GEMM
     ``X[writes] += O (A V)`` accumulating into the state; heads padded with zero rows."""
 
-    def __init__(self, block: Attention, tokens: int, attention, dtype):
-        super().__init__(block.reads, block.writes)
+    def __init__(self, block: Attention, tokens: int, attention, ones: set[int], dtype):
+        super().__init__(block.reads, block.writes, ones)
         H = len(block.heads)
         self.dk = max(len(h.query) for h in block.heads)
         self.dv = max(len(h.value) for h in block.heads)
@@ -307,8 +316,12 @@ class TorchTransformer(nn.Module):
         positions = _table(tf.embed_bias, tf.width, dtype)                              # (T, V)
         self.register_buffer("positions", positions)
         self.register_buffer("positions_error", _errors(tf.embed_bias, positions))
-        self.blocks = nn.ModuleList(FeedForwardModule(b, dtype) if isinstance(b, FeedForward)
-                                    else AttentionModule(b, tf.tokens, tf.attention, dtype) for b in tf.blocks)
+        # coordinates equal to 1 in every token, never written: biases ride on them inside GEMMs
+        written = {c for b in tf.blocks for c in b.writes}
+        ones = {c for c in range(tf.width) if c not in written and not any(tf.embed_weight[c])
+                and all(P[c] == 1 for P in tf.embed_bias)}
+        self.blocks = nn.ModuleList(FeedForwardModule(b, ones, dtype) if isinstance(b, FeedForward)
+                                    else AttentionModule(b, tf.tokens, tf.attention, ones, dtype) for b in tf.blocks)
         self.readout = _Affine(tf.readout_weight, tf.width, tf.readout_bias, dtype)
         self.out_token = tf.readout_token
 
