@@ -18,10 +18,10 @@ import torch
 from torch import nn
 
 from ..models import Attention, FeedForward, MaxoutNet, Transformer
-from .rounding import INFLATE, gamma, representation_error, unit_roundoff
+from .rounding import INFLATE, gamma, representation_error, round_up, unit_roundoff
 
 Matrix = list[list[Fraction]]
-ZERO = Fraction(0)
+ZERO, ONE = Fraction(0), Fraction(1)
 
 
 def to_module(model: MaxoutNet | Transformer, dtype=torch.float32, device="cpu") -> nn.Module:
@@ -125,10 +125,13 @@ class _Affine(nn.Module):
             y += self.bias
         return y
 
-    def bound(self, x, error, residual=None):
+    def bound(self, x, error, residual=None, propagated: bool = True):
         """Rigorous bound on the error of ``x̂ Mᵀ + b`` (+ ``residual``, an accumulated value: one
-        more term of the sum) for ``x̂`` within ``error`` of the exact input."""
+        more term of the sum) for ``x̂`` within ``error`` of the exact input; ``propagated=False``:
+        the rounding of this sum alone (the caller propagates the input errors)."""
         prop, mag = self.map.bound(x, error)
+        if not propagated:
+            prop = torch.zeros_like(mag)
         mag = mag + self.bias.double().abs()
         extra = 1
         if residual is not None:
@@ -204,6 +207,15 @@ class FeedForwardModule(_Block):
                                   [ZERO] * len(block.writes), dtype)
         self.linear = _Affine([[row[c] for c in block.reads] for row in linear], len(block.reads), offset, dtype,
                               self.one)
+        # the whole update of the written coordinates, X[writes] + L X[reads]: the exact map
+        # I + L through which the input errors reach the result (identity pairs that cancel a
+        # coordinate, ``z ← z − z``, carry none of its error), and the written rows it reads
+        carried = [[row[k] + (ONE if c == r else ZERO) for k, c in enumerate(block.reads)]
+                   for r, row in zip(block.writes, [[row[c] for c in block.reads] for row in linear])]
+        self.register_buffer("carried", torch.tensor([[round_up(abs(v)) for v in row] for row in carried],
+                                                     dtype=torch.float64).reshape(len(carried), len(block.reads)))
+        self.register_buffer("kept", torch.tensor([0.0 if r in block.reads else 1.0 for r in block.writes],
+                                                  dtype=torch.float64))
 
     def _terms(self, x):
         relu = [(self.second, torch.relu_(self.first(x)))] if self.first is not None else []
@@ -213,17 +225,24 @@ class FeedForwardModule(_Block):
         return self._add(X, self._terms(self._input(X)))
 
     def bound(self, X, E):
-        """The steps of ``forward``, each a sum with its own rounding; ReLU is exact and
-        1-Lipschitz, and where ``pre + error < 0`` both the float and the exact unit are off."""
+        """The steps of ``forward``: ``S = X[writes] + W2 ReLU(pre)`` then ``S + L x + c``, each a
+        sum with its own rounding (``γ_m`` times the magnitudes of its actual terms); ReLU is exact
+        and 1-Lipschitz, and where ``pre + error < 0`` both the float and the exact unit are off.
+        Input errors propagate through the whole update ``I + L`` (``carried``)."""
         x, e = self._input(X), _read(E, self.reads)
-        terms, errors = [], []
+        Xw = _read(X, self.writes)
+        error = _read(E, self.writes) * self.kept + e @ self.carried.T + x.double().abs() @ self.linear.map.omega.T
         if self.first is not None:
             pre = self.first(x)
             pre_error = self.first.bound(x, e)
-            terms.append((self.second, torch.relu(pre)))
-            errors.append(torch.where(pre.double() + pre_error < 0, 0.0, pre_error))
-        X = self._add(X, terms + [(self.linear, x)], E, errors + [e])
-        return X, E, None
+            act, act_error = torch.relu(pre), torch.where(pre.double() + pre_error < 0, 0.0, pre_error)
+            error = error + self.second.bound(act, act_error, residual=Xw)
+            self.second.accumulate(Xw, act)
+        error = error + self.linear.bound(x, torch.zeros_like(e), residual=Xw, propagated=False)
+        self.linear.accumulate(Xw, x)
+        if not isinstance(self.writes, slice):
+            X.index_copy_(1, self.writes, Xw)
+        return X, _scatter(E, self.writes, error * INFLATE), None
 
 
 class AttentionModule(_Block):
@@ -271,9 +290,15 @@ class AttentionModule(_Block):
         mixed = sum(weights[s].unsqueeze(2) * v[:, s:s + 1] for s in range(v.shape[1]))
         return mixed.flatten(-2).flatten(0, 1)
 
+    trace: list | None = None
+    """When a list, each run appends its scores (forward) or (scores, candidates) (bound)."""
+
     def forward(self, X):
         q, k, v = self._split(self.qkv(_read(X, self.reads)))
-        return self._add(X, [(self.output, self._mix(self._weights(self._pairs(q, k)), v))])
+        scores = self._pairs(q, k)
+        if self.trace is not None:
+            self.trace.append(scores)
+        return self._add(X, [(self.output, self._mix(self._weights(scores), v))])
 
     def bound(self, X, E):
         """Hardmax only. A query row is *undecided* when some other key's score interval reaches
@@ -292,6 +317,8 @@ class AttentionModule(_Block):
         s = scores.double()
         candidates = (s + score_error) >= (s - score_error).amax(dim=0)     # (S, B, T, H)
         undecided = candidates.sum(dim=0) > 1                                # (B, T, H)
+        if self.trace is not None:
+            self.trace.append((scores, candidates))
         mixed = self._mix(self._weights(scores), v)                          # (N, dv·H)
         inf = torch.tensor(float("inf"), dtype=torch.float64)
         vd = v.double()
@@ -337,9 +364,18 @@ class TorchTransformer(nn.Module):
             X = block(X)
         return self.readout(self._token(X, self.out_token))
 
+    def traced(self, on: bool) -> list:
+        """Make every attention block append its scores to one list (returned), or stop."""
+        trace = [] if on else None
+        for block in self.blocks:
+            if isinstance(block, AttentionModule):
+                block.trace = trace
+        return trace
+
     def bound(self, x: torch.Tensor, x_error: torch.Tensor):
         """(outputs (B, o), rigorous bound on |output − exact output| (B, o), undecided hardmax
-        rows per point (B,)) for float inputs ``x`` within ``x_error`` (B, d) of the exact points."""
+        rows per point (B,)) for float inputs ``x`` within ``x_error`` (B, d) of the exact points:
+        running error analysis of this module's own operations (``backends.rounding``)."""
         with torch.inference_mode():
             X = self._embedded(x)
             # the token's position is one more term of each embedding sum (embed has no bias)
@@ -380,3 +416,36 @@ class TorchMaxout(nn.Module):
             z = nn.functional.linear(x, w, b)
             x = torch.relu(z) if K == 0 else z.unflatten(-1, (-1, K)).amax(dim=-1)
         return nn.functional.linear(x, self.readout_weight, self.readout_bias)
+
+
+def rigorous_error(tf: Transformer, points: list[list[Fraction]], dtype=torch.float32, outputs=None):
+    """(outputs (B, o) in ``dtype``, rigorous bound on |output − exact output| (B, o), undecided
+    hardmax rows per point (B,)) for a hardmax Transformer at exact points; ``outputs``: float
+    outputs computed elsewhere (any chunking) to bound instead of this run's.
+
+    For float32: ``|f̂32 − f| ≤ |f̂32 − f̂64| + B64``, with ``f̂64`` the float64 run and ``B64`` its
+    running error bound (``bound``, ~2^29 times smaller than float32's own); the difference is
+    measured, so the bound follows the actual error (the same holds for any ``outputs``).  A row
+    is undecided when the float32 winners are not provably the exact ones: the float64 score
+    intervals leave several candidates, or float32 picked another key.  For float64 without
+    ``outputs``, ``bound`` of its own run."""
+    from .rounding import representation_error
+
+    def inputs(dt):
+        x = exact_points_tensor(points, dt)
+        error = torch.tensor([[representation_error(v, f) for v, f in zip(p, row)]
+                              for p, row in zip(points, x.double().tolist())], dtype=torch.float64)
+        return x, error.reshape(x.shape)
+    wide, narrow = to_module(tf, torch.float64), to_module(tf, dtype)
+    if dtype == torch.float64 and outputs is None:
+        return wide.bound(*inputs(torch.float64))
+    reference, narrow_trace = wide.traced(True), narrow.traced(True)
+    out64, bound64, _ = wide.bound(*inputs(torch.float64))
+    with torch.inference_mode():
+        run = narrow(inputs(dtype)[0])
+    out = run if outputs is None else outputs
+    undecided = torch.zeros(len(points), dtype=torch.long)
+    for scores, (_, candidates) in zip(narrow_trace, reference):
+        winners = scores == scores.amax(dim=0)
+        undecided += ((candidates.sum(dim=0) > 1) | (winners != candidates).any(dim=0)).sum(dim=(1, 2))
+    return out, ((out.double() - out64).abs() * INFLATE + bound64) * INFLATE, undecided
