@@ -29,7 +29,7 @@ from itertools import product
 
 from ..models import Box, MaxoutNet, Transformer
 from ..models.transformer import Attention, FeedForward
-from .cells import (ONE, ZERO, Q, Interval, Polygon, Polytope, Vertices, argmax_split, box_cell, centroid,
+from .cells import (ONE, ZERO, Interval, Polygon, Polytope, Vertices, argmax_split, box_cell, centroid,
                     dot, evaluate, exact_key, integer_form, rational, to_point)
 
 from .lp import maximize
@@ -308,37 +308,54 @@ def _vertices_pairs(pieces, wanted, groups=None) -> set[tuple[int, int]]:
             plane, lead = planes[id(g)]
             for key in keys:
                 sides.setdefault((plane, key), ([], []))[not lead].append((n, i))
-    pairs = set()
+    pairs, forms = set(), {}
     for plus, minus in sides.values():
         if not plus or not minus:
             continue
         events = sorted(_face_extent(pieces, n, i, s) for s, side in enumerate((plus, minus)) for n, i in side)
         active: list[list] = [[], []]
-        for lo, hi, s, n, i in events:
+        for lo, hi, s, n, i, box in events:
             if lo == hi:
                 continue                                 # lower-dimensional: not a facet
             other = active[1 - s] = [a for a in active[1 - s] if a[0] > lo]
-            for _, m, j in other:
-                if wanted(n, m) and (_faces_meet(pieces[n].cell, i, pieces[m].cell, j) if s == 0
-                                     else _faces_meet(pieces[m].cell, j, pieces[n].cell, i)):
+            for _, m, j, box2 in other:
+                if wanted(n, m) and _boxes_meet(box, box2) and (
+                        _faces_meet(pieces[n].cell, i, pieces[m].cell, j, forms) if s == 0
+                        else _faces_meet(pieces[m].cell, j, pieces[n].cell, i, forms)):
                     pairs.add((min(n, m), max(n, m)))
-            active[s].append((hi, n, i))
+            active[s].append((hi, n, i, box))
     return pairs
 
 
+def _form(g, forms: dict | None) -> tuple:
+    """``integer_form(g)``, remembered by the identity of ``g`` (shared by a cell's descendants)."""
+    if forms is None:
+        return integer_form(g)
+    if id(g) not in forms:
+        forms[id(g)] = g, integer_form(g)       # g kept alive: its id stays its own
+    return forms[id(g)][1]
+
+
+def _boxes_meet(a, b) -> bool:
+    """The bounding boxes of two faces on one hyperplane overlap openly along every coordinate
+    that varies on them (necessary for the faces to share a (d − 1)-dimensional set)."""
+    return all(lo < hi2 and lo2 < hi for (lo, hi), (lo2, hi2) in zip(a, b) if lo < hi or lo2 < hi2)
+
+
 def _face_extent(pieces, n: int, i: int, s: int) -> tuple:
-    """``(lo, hi, s, n, i)``: the extent of cell n's face on its constraint i along a coordinate
-    that varies on that hyperplane (``lo == hi`` when the face is not a facet)."""
+    """``(lo, hi, s, n, i, box)``: the extent of cell n's face on its constraint i along a
+    coordinate that varies on that hyperplane (``lo == hi`` when the face is not a facet), and
+    the face's bounding box."""
     cell = pieces[n].cell
     g = cell.constraints[i]
-    c = 1 if not any(g[1:-1]) else 0
-    on = [Q(p[c], p[-1]) for p, t in zip(cell.points, cell.tight) if t >> i & 1]
+    on = [to_point(p) for p, t in zip(cell.points, cell.tight) if t >> i & 1]
     if len(on) < len(g) - 1:
-        return ZERO, ZERO, s, n, i
-    return min(on), max(on), s, n, i
+        return ZERO, ZERO, s, n, i, ()
+    box = [(min(c), max(c)) for c in zip(*on)]
+    return (*box[1 if not any(g[1:-1]) else 0], s, n, i, box)
 
 
-def _faces_meet(P: Vertices, i: int, Q: Vertices, j: int) -> bool:
+def _faces_meet(P: Vertices, i: int, Q: Vertices, j: int, forms: dict | None = None) -> bool:
     """The faces of P on its constraint i and of Q on its constraint j (the same hyperplane H,
     opposite sides) share a (d − 1)-dimensional set.  Disjoint when a constraint of one cell is
     ≤ 0 on the other's face (it is > 0 on the relative interior of its own face, as it is not
@@ -350,7 +367,7 @@ def _faces_meet(P: Vertices, i: int, Q: Vertices, j: int) -> bool:
         return False                                     # a face with fewer than d vertices
     others = [g for k, g in enumerate(P.constraints) if k != i], [g for k, g in enumerate(Q.constraints) if k != j]
     for cons, face in ((others[0], G), (others[1], F)):
-        if any(max(dot(integer_form(g), p) for p in face) <= 0 for g in cons):
+        if any(max(dot(_form(g, forms), p) for p in face) <= 0 for g in cons):
             return False
     F, G = [to_point(p) for p in F], [to_point(p) for p in G]
     cf, cg = centroid(F), centroid(G)
