@@ -16,7 +16,7 @@ from sympy.core.cache import clear_cache
 from sympy.polys.matrices import DomainMatrix
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).parent.parent / "exactform" / "proofs"))
 from benchmarks.timing import best_time, table  # noqa: E402
 from exactform.construct.maxout_to_transformer import compile_maxout  # noqa: E402
 from exactform.models import Box, MaxoutLayer, MaxoutNet  # noqa: E402

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).parent.parent / "exactform" / "proofs"))
 from benchmarks.timing import table  # noqa: E402
 from exactform.construct.maxout_to_transformer import compile_maxout  # noqa: E402
 from exactform.models import load_model  # noqa: E402

@@ -27,14 +27,14 @@ def relu_net(width: int, depth: int = 3, inputs: int = 5, seed: int = 0):
     import torch
     from torch import nn
 
-    from exactform.importers.torch import from_sequential
+    from exactform.importers.torch import from_module
     from exactform.models import Box
     torch.manual_seed(seed)
     mods = [nn.Linear(inputs, width), nn.ReLU()]
     for _ in range(depth - 1):
         mods += [nn.Linear(width, width), nn.ReLU()]
     seq = nn.Sequential(*mods, nn.Linear(width, 5))
-    return from_sequential(seq, lambda d: Box((Fraction(-1),) * d, (Fraction(1),) * d))
+    return from_module(seq, lambda d: Box((Fraction(-1),) * d, (Fraction(1),) * d))
 
 
 def main() -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import CancelledError, ProcessPoolExecutor
+from concurrent.futures import as_completed as futures_completed
 from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable, Iterator, TypeVar
 
 from .formats import InputError
 
@@ -32,6 +33,10 @@ class Executor:
     def map(self, fn: Callable[[X], Y], items: Iterable[X]) -> list[Y]:
         return [fn(x) for x in items]
 
+    def as_completed(self, fn: Callable[[X], Y], items: Iterable[X]) -> Iterator[tuple[int, Y]]:
+        """``(index, fn(item))`` as each task finishes (for progress); results are the same as ``map``'s."""
+        return enumerate(map(fn, items))
+
     def close(self) -> None:
         pass
 
@@ -45,6 +50,14 @@ class Executor:
 Serial = Executor
 
 
+def _worker_init() -> None:
+    """Worker initializer: its own process group, which SIGTERM kills whole (the worker and any
+    proof script it started), so a stopped command leaves nothing running."""
+    import signal
+    os.setpgrp()
+    signal.signal(signal.SIGTERM, lambda signum, frame: os.killpg(os.getpgrp(), signal.SIGKILL))
+
+
 class LocalProcesses(Executor):
     """``workers`` local processes (``concurrent.futures``); a dead process costs a fresh pool and
     a re-run of that ``map`` (tasks are pure), at most ``retries`` times."""
@@ -52,7 +65,10 @@ class LocalProcesses(Executor):
     def __init__(self, workers: int, retries: int = 1):
         self.workers, self.retries = workers, retries
         self.name = f"{workers} local processes"
-        self._pool = ProcessPoolExecutor(max_workers=workers)
+        self._pool = self._fresh()
+
+    def _fresh(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_init)
 
     def map(self, fn, items):
         items = list(items)
@@ -62,12 +78,37 @@ class LocalProcesses(Executor):
                 return list(self._pool.map(fn, items, chunksize=chunk))
             except BrokenProcessPool as e:
                 self._pool.shutdown(cancel_futures=True)
-                self._pool = ProcessPoolExecutor(max_workers=self.workers)
+                self._pool = self._fresh()
+                lost = e
+        raise ExecutorError(f"a worker process died on each of {self.retries + 1} attempts ({lost})")
+
+    def as_completed(self, fn, items):
+        pending = dict(enumerate(items))
+        for attempt in range(self.retries + 1):
+            futures = {self._pool.submit(fn, x): i for i, x in pending.items()}
+            try:
+                for future in futures_completed(futures):
+                    i = futures[future]
+                    result = future.result()
+                    del pending[i]
+                    yield i, result
+                return
+            except BrokenProcessPool as e:
+                self._pool.shutdown(cancel_futures=True)
+                self._pool = self._fresh()
                 lost = e
         raise ExecutorError(f"a worker process died on each of {self.retries + 1} attempts ({lost})")
 
     def close(self) -> None:
         self._pool.shutdown(cancel_futures=True)
+
+    def __exit__(self, kind, *exc) -> None:
+        if kind is not None and not issubclass(kind, Exception):    # --timeout, Ctrl-C: stop the workers now
+            for process in list(getattr(self._pool, "_processes", {}).values()):
+                process.terminate()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        else:
+            self.close()
 
 
 class Dask(Executor):
@@ -96,6 +137,20 @@ class Dask(Executor):
         futures = self.client.map(fn, items, pure=False)
         try:
             return self.client.gather(futures)
+        except (KilledWorker, CancelledError, CommClosedError, TimeoutError) as e:
+            raise ExecutorError(f"Dask lost a task ({type(e).__name__}: {e})") from None
+        finally:
+            self.client.cancel(futures)
+
+    def as_completed(self, fn, items):
+        from distributed import KilledWorker, as_completed
+        from distributed.comm import CommClosedError
+        items = list(items)
+        futures = self.client.map(fn, items, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        try:
+            for future, result in as_completed(futures, with_results=True):
+                yield index[future.key], result
         except (KilledWorker, CancelledError, CommClosedError, TimeoutError) as e:
             raise ExecutorError(f"Dask lost a task ({type(e).__name__}: {e})") from None
         finally:

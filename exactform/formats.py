@@ -1,4 +1,4 @@
-"""Strict readers for the JSON formats of DESIGN §4, and canonical writers.
+"""Strict readers for the JSON formats of docs/spec.md §4, and canonical writers.
 
 Every violation raises ``InputError`` naming the file, the field path and the index
 (``net.json: layers[0].weight[3][1]: ...``); the CLI turns it into one line and exit code 2.
@@ -13,18 +13,12 @@ import json
 import os
 import tempfile
 from fractions import Fraction
+from itertools import compress, repeat
+from operator import is_not
 from pathlib import Path
 
-from .numbers import RationalSyntaxError, format_rational, parse_rational
-
-
-class InputError(Exception):
-    """Bad input: a one-line message with file, field path and index."""
-
-    def __init__(self, source: str, path: str, message: str):
-        self.source, self.path, self.message = source, path, message
-        where = f"{source}: {path}" if path else source
-        super().__init__(f"{where}: {message}")
+from .errors import InputError as InputError   # re-exported: commands raise formats.InputError
+from .numbers import ZERO, RationalSyntaxError, format_rational, parse_rational
 
 
 class Reader:
@@ -89,8 +83,11 @@ class Reader:
         except RationalSyntaxError as e:
             raise self.error(str(e)) from None
 
-    def vector(self, length: int | None = None) -> list[Fraction]:
+    def vector(self, length: int | None = None, sparse: bool = False) -> list[Fraction]:
+        """A list of rational strings; with ``sparse``, also the sparse object (see ``encode_row``)."""
         values = self.value
+        if sparse and isinstance(values, dict):
+            return self._sparse_vector(length)
         if isinstance(values, list) and (length is None or len(values) == length):
             try:  # fast path: weight matrices repeat few distinct strings ("0" above all)
                 return [_parse_cached(v) for v in values]
@@ -98,8 +95,32 @@ class Reader:
                 pass  # the per-entry path below names the offending index
         return [r.rational() for r in self.list(length)]
 
-    def matrix(self, rows: int | None = None, cols: int | None = None) -> list[list[Fraction]]:
-        out = [r.vector(cols) for r in self.list(rows)]
+    def _sparse_vector(self, length: int | None) -> list[Fraction]:
+        """``{"length": n, "index": [...], "value": [...]}``: strictly increasing indices in
+        ``[0, n)``, canonical non-zero rationals of the same count; unlisted entries are 0."""
+        self.dict({"length", "index", "value"})
+        n = self.field("length").int(minimum=0)
+        if length is not None and n != length:
+            raise self.field("length").error(f"expected {length}, got {n}")
+        if n > MAX_SPARSE_LENGTH:
+            raise self.field("length").error(f"more than {MAX_SPARSE_LENGTH} entries (documented size limit)")
+        indices = self.field("index").list()
+        values = self.field("value").list(len(indices))
+        out = [ZERO] * n
+        previous = -1
+        for r, v in zip(indices, values):
+            k = r.int(minimum=0)
+            if k <= previous or k >= n:
+                raise r.error(f"expected an index in ({previous}, {n}) (strictly increasing, below length), got {k}")
+            q = v.rational()
+            if q == 0:
+                raise v.error("a listed entry must be non-zero (leave zeros out)")
+            out[k] = q
+            previous = k
+        return out
+
+    def matrix(self, rows: int | None = None, cols: int | None = None, sparse: bool = False) -> list[list[Fraction]]:
+        out = [r.vector(cols, sparse) for r in self.list(rows)]
         if cols is None and out and any(len(r) != len(out[0]) for r in out):
             bad = next(i for i, r in enumerate(out) if len(r) != len(out[0]))
             raise self.item(bad).error(f"expected {len(out[0])} entries (as row 0), got {len(out[bad])}")
@@ -110,14 +131,26 @@ def _kind(value: object) -> str:
     return repr(value) if isinstance(value, FloatLiteral) else type(value).__name__
 
 
-_parse_cached = functools.lru_cache(maxsize=1 << 16)(parse_rational)
-"""``parse_rational`` memoised (Fractions are immutable, so sharing them is safe)."""
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_cached(text: object) -> Fraction:
+    """``parse_rational`` memoised (Fractions are immutable, so sharing them is safe); "0" is
+    ``numbers.ZERO``."""
+    return ZERO if text == "0" else parse_rational(text)
+
+
+MAX_FILE_BYTES = 64 * 2**20
+"""Largest JSON file read (a certificate of an ACAS Xu network is about 3 MB)."""
 
 
 def load_json(path: str | os.PathLike) -> Reader:
     """Parse a JSON file; JSON floats, NaN and Infinity are rejected at parse time."""
     source = str(path)
     try:
+        if Path(path).exists() and not Path(path).is_file():
+            raise InputError(source, "", f"{_file_kind(Path(path))}, not a regular file")
+        if Path(path).stat().st_size > MAX_FILE_BYTES:
+            raise InputError(source, "", f"{Path(path).stat().st_size:,} bytes; the documented limit is "
+                             f"{MAX_FILE_BYTES:,}")
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(source, "", f"cannot read: {e.strerror if isinstance(e, OSError) else e}") from None
@@ -173,6 +206,27 @@ def encode_matrix(rows: list[list[Fraction]]) -> list[list[str]]:
     return [encode_vector(r) for r in rows]
 
 
+def encode_row(values: list[Fraction]) -> list[str] | dict:
+    """A model vector, sparse exactly when it has at least 8 entries and fewer than half of them
+    are non-zero (``length ≥ 8`` and ``2·nonzeros < length``, a deterministic choice so files stay
+    byte-reproducible; shorter vectors are smaller dense):
+    ``{"length": n, "index": [i0, i1, ...], "value": ["q0", "q1", ...]}``, else a dense list."""
+    zeros = values.count(ZERO)
+    if len(values) >= 8 and 2 * (len(values) - zeros) < len(values):
+        candidates = compress(range(len(values)), map(is_not, values, repeat(ZERO))) if zeros < len(values) else ()
+        nonzero = [i for i in candidates if values[i]]      # C-speed skip of the shared zero
+        return {"length": len(values), "index": nonzero, "value": [format_rational(values[i]) for i in nonzero]}
+    return encode_vector(values)
+
+
+def encode_rows(rows: list[list[Fraction]]) -> list:
+    return [encode_row(r) for r in rows]
+
+
+MAX_SPARSE_LENGTH = 10 ** 6
+"""Largest ``length`` of a sparse vector (the dense form it stands for must fit in memory)."""
+
+
 def canonical_json(obj: object) -> str:
     """Canonical text: sorted keys, no spaces, trailing newline. Its sha256 is the model's digest."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True) + "\n"
@@ -193,8 +247,9 @@ WRITTEN: list[str] = []
 
 def write_text(path: str | os.PathLike, text) -> None:
     """Write ``text`` (a string, or an iterable of strings written as they come) to a temporary
-    file in the same folder, then rename it over ``path`` (atomic)."""
-    target = Path(path)
+    file in the same folder, then rename it over ``path`` (atomic).  Only a regular file is ever
+    replaced (``output_file``)."""
+    target = output_file(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -211,3 +266,37 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def output_file(path: str | os.PathLike, option: str = "") -> Path:
+    """``path`` as a place for a new or replaced regular file, checked before any work: not empty,
+    its folder exists, and it is not a folder, device, FIFO or socket (``InputError`` otherwise)."""
+    name = option or str(path)
+    if not str(path):
+        raise InputError(name, "", "empty path")
+    target = Path(path)
+    if target.exists() and not target.is_file():
+        raise InputError(name, "", f"{path} is {_file_kind(target)}, not a regular file")
+    if not target.resolve().parent.is_dir():
+        raise InputError(name, "", f"{path}: no folder {target.parent}")
+    return target
+
+
+def output_folder(path: str | os.PathLike, option: str = "") -> Path:
+    """``path`` as a folder to write into (created later if missing), checked before any work."""
+    name = option or str(path)
+    if not str(path):
+        raise InputError(name, "", "empty path")
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise InputError(name, "", f"{path} is {_file_kind(target)}, not a folder")
+    return target
+
+
+def _file_kind(path: Path) -> str:
+    for test, kind in ((Path.is_dir, "a folder"), (Path.is_file, "a file"), (Path.is_fifo, "a FIFO"),
+                       (Path.is_char_device, "a device"), (Path.is_block_device, "a device"),
+                       (Path.is_socket, "a socket")):
+        if test(path):
+            return kind
+    return "not a regular file"

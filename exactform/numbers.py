@@ -14,6 +14,10 @@ from fractions import Fraction
 
 import flint
 
+ZERO = Fraction(0)
+"""The shared zero of models built in this process: ``row.count(ZERO)`` counts zeros at C speed
+when they are this object (other zeros still count, through ``Fraction.__eq__``)."""
+
 MAX_DIGITS = 4000
 """Largest number of decimal digits accepted in a numerator or denominator (documented limit)."""
 
@@ -67,12 +71,86 @@ def parse_decimal(text: object) -> Fraction:
     return Fraction(sign + digits + (f"e{exponent}" if exponent is not None else ""))
 
 
+_FRACTION = re.compile(r"([+-]?)([0-9]+)/([0-9]+)\Z")
+
+
+def parse_number(text: object) -> Fraction:
+    """A number as a person types or lists it, read exactly: an integer or decimal (``3``,
+    ``-0.25``, ``1e-3``) or a fraction of integers, reduced or not (``2/4``, ``-7/12``).
+
+    The one rule for the command line, point files and the Python API; canonical form
+    (``parse_rational``) is required only inside model and certificate files.  Ints and
+    ``Fraction`` pass through; floats are refused (``from_float`` is the explicit door).
+    """
+    if not isinstance(text, str):
+        return to_fraction(text)
+    m = _FRACTION.match(text.strip())
+    if m is None:
+        return parse_decimal(text)
+    sign, num, den = m.groups()
+    if len(num) > MAX_DIGITS or len(den) > MAX_DIGITS:
+        raise RationalSyntaxError(f"more than {MAX_DIGITS} digits (documented size limit)")
+    if int(den) == 0:
+        raise RationalSyntaxError(f"{text.strip()[:40]!r} divides by zero")
+    return Fraction(-int(num) if sign == "-" else int(num), int(den))
+
+
+def exact_point(point: object, dim: int) -> list[Fraction]:
+    """``dim`` numbers of ``parse_number``'s rule (``[Fraction(1, 2), 1, "0.25"]``); a ``ValueError``
+    names the index of a bad entry and a ``TypeError`` names a float."""
+    if isinstance(point, (str, bytes)) or not hasattr(point, "__len__"):
+        raise TypeError(f"expected a list of {dim} numbers, got {type(point).__name__}")
+    if len(point) != dim:
+        raise ValueError(f"expected {dim} numbers, got {len(point)}")
+    out = []
+    for i, v in enumerate(point):
+        try:
+            out.append(parse_number(v))
+        except TypeError as e:
+            raise TypeError(f"entry [{i}]: {e}") from None
+        except RationalSyntaxError as e:
+            raise ValueError(f"entry [{i}]: {e}") from None
+    return out
+
+
 def format_rational(value: Fraction | int) -> str:
     """The canonical string of a rational: ``"3"``, ``"-7/12"``."""
     value = to_fraction(value)
     if value.denominator == 1:
-        return str(value.numerator)
-    return f"{value.numerator}/{value.denominator}"
+        return _digits(value.numerator)
+    return f"{_digits(value.numerator)}/{_digits(value.denominator)}"
+
+
+def _digits(n: int) -> str:
+    """``str(n)`` also beyond Python's int-to-str limit (4300 digits): results may be that long;
+    inputs are bounded by their readers."""
+    try:
+        return str(n)
+    except ValueError:
+        limit = sys.get_int_max_str_digits()
+        sys.set_int_max_str_digits(0)
+        try:
+            return str(n)
+        finally:
+            sys.set_int_max_str_digits(limit)
+
+
+def outward_decimals(lo: Fraction, hi: Fraction, digits: int) -> tuple[str, str]:
+    """``lo`` rounded down and ``hi`` rounded up to ``digits`` significant decimal digits, so the
+    printed interval still contains ``[lo, hi]`` (``"0.3333"``, ``"1.235E+7"``)."""
+    from decimal import Decimal
+    return tuple(str(Decimal(n).scaleb(k)) for n, k in (_decimal(lo, digits, math.floor), _decimal(hi, digits, math.ceil)))
+
+
+def _decimal(x: Fraction, digits: int, rounding) -> tuple[int, int]:
+    """``(n, k)`` with ``n·10^k`` = x rounded by ``rounding`` to ``digits`` significant digits."""
+    if x == 0:
+        return 0, 0
+    e = len(str(abs(x.numerator))) - len(str(x.denominator))    # floor(log10 |x|), up to one
+    e += 1 if Fraction(10) ** (e + 1) <= abs(x) else -1 if Fraction(10) ** e > abs(x) else 0
+    k = e - digits + 1
+    scaled = x / Fraction(10) ** k
+    return rounding(scaled), k
 
 
 def from_float(x: float) -> Fraction:
@@ -89,8 +167,11 @@ def to_fraction(value: object) -> Fraction:
     """
     if isinstance(value, Fraction):
         return value
-    if isinstance(value, bool) or isinstance(value, float):
-        raise TypeError(f"{value!r} is not exact; use from_float() for an exact conversion")
+    if isinstance(value, bool):
+        raise TypeError(f"{value!r} is a bool, not a number")
+    if isinstance(value, float):
+        raise TypeError(f"the float {value!r} is not exact: write \"{value!r}\" or Fraction(...) for the decimal, "
+                        "or numbers.from_float(x) for the float's exact binary value")
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, flint.fmpz):

@@ -1,18 +1,22 @@
 """A pytest plugin: ``*.cert.json`` files become tests, one item per claim, checked by the
-independent checker (``exactform.certificate.check``); a failing claim fails with the checker's
-message, a file that is not a certificate fails as one item.
+independent checker (``exactform.checker.check_file``, standard library only); a failing claim
+fails with the checker's message, a file that is not a certificate (exit 2) fails as one item
+named ``certificate`` with the checker's one-line error.
 
 Off unless asked, so that it never collects anything by accident::
 
     pytest --exactform-certs golden/            # or, in pytest.ini / pyproject:
     [tool.pytest.ini_options]
     exactform_certs = true
-    exactform_smt = false                       # true: also re-run the embedded SMT queries
+    exactform_smt = false                       # true: also prove the phase obligations with Z3
+    exactform_models = examples examples/ci/models   # bind NAME.cert.json to NAME.json and NAME.tf.json
 
 Registered through the entry point ``[project.entry-points.pytest11] exactform =
 "exactform.pytest_plugin"`` (or ``-p exactform.pytest_plugin`` without it).
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -24,9 +28,13 @@ def pytest_addoption(parser):
     group.addoption("--exactform-certs", action="store_true", default=None,
                     help=f"collect {SUFFIX} files as tests (one item per claim)")
     group.addoption("--exactform-smt", action="store_true", default=None,
-                    help="also re-run the SMT queries embedded in the certificates")
+                    help="also prove the phase obligations with Z3 (queries derived from the models)")
+    group.addoption("--exactform-models", action="append", metavar="DIR", default=None,
+                    help="bind NAME.cert.json to NAME.json (Maxout) and NAME.tf.json (Transformer), looked up "
+                         "in these folders in order (repeatable); a missing model file fails the certificate")
     parser.addini("exactform_certs", type="bool", default=False, help=f"collect {SUFFIX} files as tests")
-    parser.addini("exactform_smt", type="bool", default=False, help="re-run embedded SMT queries")
+    parser.addini("exactform_models", type="linelist", default=[], help="folders of the bound model files")
+    parser.addini("exactform_smt", type="bool", default=False, help="also prove the phase obligations with Z3")
 
 
 def _flag(config, name: str) -> bool:
@@ -40,12 +48,30 @@ def pytest_collect_file(file_path, parent):
     return None
 
 
+def _bound(config, cert) -> tuple[list, list]:
+    """The model files NAME.json / NAME.tf.json bound to NAME.cert.json, and the names not found."""
+    folders = config.getoption("--exactform-models") or [str(config.rootpath / d) for d in config.getini("exactform_models")]
+    name = cert.name[:-len(SUFFIX)]
+    found, missing = [], []
+    for model in (f"{name}.json", f"{name}.tf.json"):
+        path = next((p for p in (Path(d) / model for d in folders) if p.is_file()), None) if folders else None
+        found.append(path)
+        if folders and path is None:
+            missing.append(model)
+    return found, missing
+
+
 class CertificateFile(pytest.File):
     def collect(self):
-        from .certificate.results import check_one
-        result = check_one(self.path, smt=_flag(self.config, "smt"))
+        from .checker import check_file
+        (maxout, transformer), missing = _bound(self.config, self.path)
+        if missing:
+            yield ClaimItem.from_parent(self, name="binding", ok=False,
+                                        message=f"no {' or '.join(missing)} in the --exactform-models folders")
+            return
+        result = check_file(self.path, maxout, transformer, smt=_flag(self.config, "smt"))
         if result.code == 2 or not result.claims:
-            yield ClaimItem.from_parent(self, name="certificate", ok=False, message=result.message)
+            yield ClaimItem.from_parent(self, name="certificate", ok=False, message=result.known)
             return
         for cid, ok, message in result.claims:
             yield ClaimItem.from_parent(self, name=cid, ok=ok, message=message)

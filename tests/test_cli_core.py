@@ -1,4 +1,4 @@
-"""compile / eval from the command line, and every bad-input case of DESIGN §6: exit 2, one line."""
+"""compile / eval from the command line, and every bad-input case of docs/spec.md §7: exit 2, one line."""
 import json
 import shutil
 from pathlib import Path
@@ -113,7 +113,8 @@ def test_missing_file(tmp_path, capsys):
 
 
 def test_bad_points(tmp_path, capsys):
-    for text, field in [('[["1", "2"]]', "[0]"), ('[["0.5"]]', "[0][0]"), ('[[0.5]]', ""), ("[]", "")]:
+    for text, field in [('[["1", "2"]]', "[0]"), ('[["0.5x"]]', "[0][0]"), ('[[NaN]]', "[0][0]"), ('[[true]]', "[0][0]"),
+                        ("[]", "")]:
         pts = tmp_path / "p.json"
         pts.write_text(text)
         code, _, err = run(capsys, "eval", EXAMPLES / "abs.json", "--points", pts)

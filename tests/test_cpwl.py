@@ -1,5 +1,5 @@
-"""CPWL front-ends (C6): restricted parsing, exact nets proved equal to their inputs, and the
-convex tangent-plane approximation with its proven bound."""
+"""CPWL front-ends (C6): restricted parsing, exact nets proved equal to their inputs (the convex
+approximation is tested in test_approx.py)."""
 from fractions import Fraction as F
 
 import pytest
@@ -83,21 +83,3 @@ def test_cli_writes_a_net_and_refuses_bad_input(tmp_path, capsys):
     assert net.domain == SQUARE
     assert main(["cpwl", "__import__('os').system('true')", "--domain", "0:1", "-o", str(out)]) == 2
     assert "position 0" in capsys.readouterr().err
-
-
-def test_convex_approximation_bound_covers_sampled_and_exact_errors():
-    from exactform.construct.convex_approx import tangent_plane_net
-    approx = tangent_plane_net("x**2 + y**2", Box((F(0), F(0)), (F(1), F(1))), 3)
-    assert approx.exact_worst_error == F(1, 8)            # (h/2)^2 · 2 with h = 1/2
-    assert approx.exact_worst_error <= approx.bound
-    assert approx.sampled_worst_error <= approx.bound
-    lse = tangent_plane_net("log(exp(x) + exp(y))", Box((F(0), F(0)), (F(1), F(1))), 5)
-    assert 0 < lse.rounding_term < F(1, 10 ** 9)           # irrational slopes: certified rounding
-    assert lse.sampled_worst_error <= lse.bound < F(1, 50)
-
-
-def test_analytic_grammar_refuses_hostile_strings():
-    from exactform.construct.convex_approx import parse_analytic
-    for text in ["__import__('os')", "x.real", "exp(x)(y)", "sin(x)", "x**y"]:
-        with pytest.raises(ExpressionError):
-            parse_analytic(text)

@@ -81,10 +81,10 @@ def test_torch_sequential_in_python_and_saved(tmp_path):
     import torch
     from torch import nn
 
-    from exactform.importers.torch import from_sequential
+    from exactform.importers.torch import from_module
     torch.manual_seed(0)
     seq = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
-    net = from_sequential(seq, lambda d: __import__("exactform.models", fromlist=["Box"]).Box(
+    net = from_module(seq, lambda d: __import__("exactform.models", fromlist=["Box"]).Box(
         (Fraction(-1),) * d, (Fraction(1),) * d))
     points = random_points(50, 3)
     with torch.no_grad():

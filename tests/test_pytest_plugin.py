@@ -41,12 +41,36 @@ def test_one_item_per_claim(pytester):
 
 def test_ini_setting_and_failure_message(pytester):
     doc = json.loads((GOLDEN / "abs.cert.json").read_text())
-    doc["claims"][1]["evidence"]["pairs"][0]["owner"] = 1      # tampered C2 evidence
+    doc["claims"][1]["statement"] += " and more"                # forged C2 statement
     (pytester.path / "bad.cert.json").write_text(json.dumps(doc))
+    hint = json.loads((GOLDEN / "abs.cert.json").read_text())
+    phases = hint["hints"]["phases"][0][0]
+    phases[next(u for u, p in enumerate(phases) if p >= 0)] = -2  # an identity pair hint turned into "on"
+    (pytester.path / "hint.cert.json").write_text(json.dumps(hint))
     (pytester.path / "junk.cert.json").write_text("{not json")
     pytester.makeini("[pytest]\nexactform_certs = true\n")
     result = pytester.runpytest_inprocess(*PLUGIN)
-    result.assert_outcomes(passed=3, failed=2)
+    result.assert_outcomes(passed=4, failed=5)
     out = result.stdout.str()
-    assert "bad.cert.json::C2: evidence.pairs[0].owner" in out
-    assert "junk.cert.json::certificate:" in out and "malformed JSON" in out
+    assert "bad.cert.json::C2: the certificate's statement is not the checker's" in out
+    assert "hint.cert.json::C3: block 0 token 0" in out
+    assert "junk.cert.json::certificate:" in out and "not JSON" in out
+
+
+def test_binding_to_model_folders(pytester):
+    """``--exactform-models``: each certificate is checked against its own model files."""
+    _copy(pytester)
+    root = GOLDEN.parent.parent
+    result = pytester.runpytest_inprocess(*PLUGIN, "--exactform-certs", "--exactform-models", str(root),
+                                          "--exactform-models", str(GOLDEN.parent / "models"), "-v")
+    result.assert_outcomes(passed=4)
+    other = pytester.path / "models"
+    other.mkdir()
+    shutil.copy(root / "relu_net.json", other / "abs.json")                 # the wrong Maxout net
+    shutil.copy(GOLDEN.parent / "models" / "abs.tf.json", other / "abs.tf.json")
+    result = pytester.runpytest_inprocess(*PLUGIN, "--exactform-certs", "--exactform-models", str(other))
+    result.assert_outcomes(passed=4, failed=1)
+    assert "abs.cert.json::binding: the certificate's maxout is not the model in" in result.stdout.str()
+    result = pytester.runpytest_inprocess(*PLUGIN, "--exactform-certs", "--exactform-models", str(pytester.path / "none"))
+    result.assert_outcomes(failed=1)
+    assert "no abs.json or abs.tf.json" in result.stdout.str()

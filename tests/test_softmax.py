@@ -1,6 +1,7 @@
 """Claim C5: softmax lemmas, λ selection, enclosures and the C5 certificate check."""
 import copy
 import json
+import math
 import random
 from fractions import Fraction
 from pathlib import Path
@@ -8,15 +9,17 @@ from pathlib import Path
 import pytest
 from nets import random_net
 
-from exactform.certificate.check_softmax import check_c5, exp_reaches
+from exactform import checker
+from exactform.certificate.write import certify, certify_softmax
 from exactform.cli import main
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.formats import load_json
 from exactform.models import MaxoutNet, Transformer
 from exactform.prove.bounds import magnitude, maxout_bounds
 from exactform.prove.enclosure import enclose, log_upper, softmax_error
-from exactform.prove.softmax import (c5_evidence, choose_scale, counterexample, depth_bound, gap_lemma, log_bound,
-                                     log_lemma, scale_threshold)
+from exactform.numbers import format_rational
+from exactform.prove.softmax import (choose_scale, counterexample, depth_bound, gap_lemma, log_bound, log_lemma,
+                                     scale_threshold)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EPS = Fraction(1, 1000)
@@ -44,9 +47,14 @@ def test_wrong_lemma_not_proved_and_refuted():
 
 
 def test_certified_log_bound():
+    """The prover's U ≥ ln T passes the checker's series test; 10^-30 less (rounded down to 40
+    decimals, within the checker's 60 digits) does not."""
     for T in (2, 3, 8, 1000):
         U = log_upper(T)
-        assert exp_reaches(U, T) and not exp_reaches(U - Fraction(1, 10 ** 30), T)
+        assert checker.ln_bound(format_rational(U), T, "U") == U
+        below = Fraction(math.floor((U - Fraction(1, 10 ** 30)) * 10 ** 40), 10 ** 40)
+        with pytest.raises(checker.Refuted, match="not shown to be at least ln"):
+            checker.ln_bound(format_rational(below), T, "U")
 
 
 def test_lambda_threshold(relu_net, tmp_path, capsys):
@@ -65,7 +73,8 @@ def test_lambda_threshold(relu_net, tmp_path, capsys):
 
 
 def test_bad_eps_is_input_error(tmp_path):
-    assert main(["softmax", str(EXAMPLES / "relu_net.json"), "--eps", "0.001", "-o", str(tmp_path / "t.json")]) == 2
+    for eps in ("0.001x", "1/0", "-1/1000", "0"):        # 0.001 and 1e-3 are read exactly (test_user_path)
+        assert main(["softmax", str(EXAMPLES / "relu_net.json"), "--eps", eps, "-o", str(tmp_path / "t.json")]) == 2
 
 
 def test_enclosure_within_bound(relu_net):
@@ -91,51 +100,70 @@ def certificate(relu_net, tmp_path_factory):
     return path
 
 
-def _models(doc):
-    from exactform.formats import Reader
-    return MaxoutNet.from_json(Reader(doc["maxout"])), Transformer.from_json(Reader(doc["transformer"]))
+def c5(result) -> tuple:
+    return next((holds, words) for claim, holds, words in result.claims if claim == "C5")
 
 
 def test_certificate_holds(certificate):
     doc = json.loads(certificate.read_text())
-    net, tf = _models(doc)
-    assert check_c5(doc["claims"][0]["evidence"], net, tf) == []
+    r = checker.verify(doc)
+    assert r.code == 0 and [c for c, _, _ in r.claims] == ["C5"], r
+    lam = doc["transformer"]["attention"]["softmax"]
+    assert doc["claims"][0]["statement"] == c5(r)[1] and f"lambda = {lam}:" in c5(r)[1]
     assert main(["check", str(certificate)]) == 0
 
 
 def test_edited_lambda_fails(certificate, tmp_path):
+    """λ − 1 in the Transformer, in the statement, or both: the certificate of λ is no certificate
+    of λ − 1.  λ/100 with the checker's own statement: the recomputed bound exceeds eps."""
     doc = json.loads(certificate.read_text())
     lam = Fraction(doc["transformer"]["attention"]["softmax"])
-    for edit in ("transformer", "evidence", "both"):
+    for edit in ("transformer", "statement", "both"):
         bad = copy.deepcopy(doc)
         if edit in ("transformer", "both"):
             bad["transformer"]["attention"]["softmax"] = str(lam - 1)
-        if edit in ("evidence", "both"):
-            bad["claims"][0]["evidence"]["lambda"] = str(lam - 1)
-        net, tf = _models(bad)
-        assert check_c5(bad["claims"][0]["evidence"], net, tf), edit
+        if edit in ("statement", "both"):
+            stated = bad["claims"][0]["statement"]
+            assert f"lambda = {lam}:" in stated
+            bad["claims"][0]["statement"] = stated.replace(f"lambda = {lam}:", f"lambda = {lam - 1}:")
+        r = checker.verify(bad)
+        assert r.code == 1 and not c5(r)[0], edit
     path = tmp_path / "edited.json"
     path.write_text(json.dumps(bad))
     assert main(["check", str(path)]) == 1
+    bad = copy.deepcopy(doc)
+    bad["transformer"]["attention"]["softmax"] = format_rational(lam / 100)
+    words = c5(checker.verify(bad))[1]
+    assert "exceeds eps" in words
+    bad["claims"][0]["statement"] = words
+    assert checker.verify(bad).code == 1
 
 
 def test_small_margin_fails(relu_net):
-    """Shifts equal to the bare bounds B_ij leave no margin for the perturbation of layer 2."""
+    """Shifts equal to the bare bounds B_ij leave no margin for the perturbation of layer 2: the
+    checker finds a phase that the perturbation breaks."""
     bounds = maxout_bounds(relu_net)
     tight = [[[max(magnitude(bounds.pieces[l][i][min(j, len(ps) - 1)]), Fraction(1, 2 ** 20)) for j in range(2)]
               for i, ps in enumerate(layer)] for l, layer in enumerate(bounds.pieces)]
     assert not depth_bound(relu_net, Fraction(10 ** 6), shifts=tight).holds
     tf = compile_maxout(relu_net, tight).with_attention(Fraction(10 ** 6))
-    result = depth_bound(relu_net, Fraction(10 ** 6))
-    failures = check_c5(c5_evidence(relu_net, result, EPS, log_lemma(2)), relu_net, tf)
-    assert any("margin" in f for f in failures)
+    cert = certify_softmax(relu_net, tf, EPS, log_upper(2))
+    assert not cert.holds and "does not hold" in cert.problems["C5"][0]
+    assert checker.verify(cert.document).code == 1
+    assert certify(relu_net, tf.with_attention("hardmax")).holds   # only the perturbation breaks it
 
 
 def test_not_the_construction_fails():
     net = random_net(random.Random(7), [2, 3], 2)
     lam, result = choose_scale(net, EPS)
     tf = compile_maxout(net).with_attention(lam)
-    evidence = c5_evidence(net, result, EPS, log_lemma(net.max_rank))
-    assert check_c5(evidence, net, tf) == []
-    other = random_net(random.Random(8), [2, 3], 2)
-    assert check_c5(evidence, other, tf)
+    doc = certify_softmax(net, tf, EPS, result.log_tokens).document
+    assert checker.verify(doc).code == 0
+    def ranks(n):
+        return [[len(unit) for unit in layer.weight] for layer in n.layers]
+    others = (random_net(random.Random(seed), [2, 3], 2) for seed in range(8, 1000))
+    other = next(o for o in others if ranks(o) == ranks(net))
+    bad = copy.deepcopy(doc)
+    bad["maxout"] = other.to_json()                    # Tf is not the construction of this net (same shape)
+    r = checker.verify(bad)
+    assert r.code == 1 and not c5(r)[0]

@@ -20,4 +20,8 @@ def add_parser(sub):
 def run(args) -> int:
     if not (SUITE / "__main__.py").is_file():
         raise InputError(str(SUITE), "", "no benchmark suite here: run `exactform bench` from a source checkout")
+    known = sorted(p.stem.removesuffix("_bench") for p in SUITE.glob("*_bench.py"))
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        raise InputError("bench", "names", f"no benchmark {unknown[0]!r}; there are {', '.join(known)}")
     return subprocess.call([sys.executable, "-m", "benchmarks", *args.names], cwd=SUITE.parent)

@@ -2,7 +2,8 @@
 import, compile, certify (C1–C4) and check every network of a folder, one task per network.
 
 Networks: ``*.onnx``, ``*.nnet``, ``*.pt``/``*.pth`` and ``*.json`` files in ``exactform/maxout@1``
-format; files sharing a stem are one network (the first of .json, .onnx, .nnet, .pt, .pth is used).
+format; two files sharing a stem (``a.onnx``, ``a.pt``) are an error naming both, unless ``--only``
+picks one suffix.
 Domains: ``--domain`` for every imported network if given; else a JSON net's own; a ``.nnet`` net's
 operating box ``[min, max]`` from its header (the importer folds the normalisation in); an ONNX or
 torch net takes normalised inputs, so its box is the header box normalised, ``(min − mean)/range``
@@ -31,6 +32,9 @@ def add_parser(sub):
                    help="where to write <stem>.cert.json and summary.json (default: certificates)")
     p.add_argument("--domain", metavar="L:U[,L:U...]",
                    help="input box of every imported network (default: from the folder's .nnet headers)")
+    p.add_argument("--only", metavar="SUFFIX", choices=SUFFIXES,
+                   help="certify only the files with this suffix (.onnx, ...), e.g. when each network is "
+                        "there as .onnx and .nnet; the .nnet headers still give the domain")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_executor_arguments(p)
     return p
@@ -53,25 +57,29 @@ def nnet_box(path: Path, normalised: bool) -> list[tuple[Fraction, Fraction]]:
     return [((lo - m) / r, (hi - m) / r) for lo, hi, m, r in zip(mins, maxs, means, ranges)]
 
 
-def networks(folder: Path, domain: str | None) -> list[tuple[str, str, list | None]]:
+def networks(folder: Path, domain: str | None, only: str | None = None) -> list[tuple[str, str, list | None]]:
     """``(stem, path, domain)`` for every network of the folder, sorted by stem (``None``: a JSON
     net's own domain)."""
     from ..formats import InputError, load_json
-    from ..models import MaxoutNet
     from ..models.box import parse_domain
     if not folder.is_dir():
         raise InputError(str(folder), "", "not a folder")
     chosen: dict[str, Path] = {}
-    for path in sorted(folder.iterdir(), key=lambda p: (p.stem, SUFFIXES.index(p.suffix.lower())
-                                                         if p.suffix.lower() in SUFFIXES else 99)):
-        if path.suffix.lower() not in SUFFIXES or path.stem in chosen or not path.is_file():
+    for path in sorted(folder.iterdir()):
+        if path.suffix.lower() not in ((only,) if only else SUFFIXES) or not path.is_file():
             continue
-        if path.suffix.lower() == ".json" and load_json(path).dict().get("format") != MaxoutNet.FORMAT:
+        if path.suffix.lower() == ".json" and not _is_maxout(load_json(path).value):
             continue
+        if path.stem in chosen:
+            raise InputError(str(path), "", f"same stem as {chosen[path.stem]}: each network needs its own "
+                             "<stem>.cert.json; rename one, or choose a format with --only SUFFIX")
         chosen[path.stem] = path
     if not chosen:
         raise InputError(str(folder), "", f"no networks ({', '.join(SUFFIXES)})")
     given = parse_domain(domain) if domain else None
+    if given and all(p.suffix.lower() == ".json" for p in chosen.values()):
+        raise InputError("--domain", "", "would be ignored: every network of the folder is "
+                         "exactform/maxout@1 JSON with its own domain")
     headers = {tuple(nnet_box(p, True)) for p in sorted(folder.glob("*.nnet"))}
     out = []
     for stem, path in chosen.items():
@@ -91,6 +99,11 @@ def networks(folder: Path, domain: str | None) -> list[tuple[str, str, list | No
     return out
 
 
+def _is_maxout(doc: object) -> bool:
+    from ..models import MaxoutNet
+    return isinstance(doc, dict) and doc.get("format") == MaxoutNet.FORMAT
+
+
 def certify_network(job: tuple[str, str, list | None]) -> dict:
     """One network, as a pure task: import, compile, certify, check.  Returns the outcome with the
     certificate text (zlib-compressed) when both the prover and the checker accept it."""
@@ -98,8 +111,8 @@ def certify_network(job: tuple[str, str, list | None]) -> dict:
     import tempfile
     import zlib
 
-    from ..certificate.check import check_certificate
     from ..certificate.write import certify
+    from ..checker import check_file
     from ..construct.maxout_to_transformer import compile_maxout
     from ..formats import InputError, canonical_json, load_json
     from ..importers import import_network
@@ -125,13 +138,12 @@ def certify_network(job: tuple[str, str, list | None]) -> dict:
         claim, problems = next((c, p) for c, p in cert.problems.items() if p)
         return outcome | {"stage": "certify", "message": f"{claim}: {problems[0]}"}
     text = canonical_json(cert.document)
-    lines: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         cert_path = Path(tmp) / f"{stem}.cert.json"
         cert_path.write_text(text, encoding="utf-8")
-        code = step("check", lambda: check_certificate(cert_path, say=lines.append))
-    if code != 0:
-        return outcome | {"stage": "check", "message": next((x for x in lines if "FAILS" in x), lines[-1])}
+        result = step("check", lambda: check_file(cert_path))
+    if not result.ok:
+        return outcome | {"stage": "check", "message": next((f"{c}: {w}" for c, h, w in result.claims if not h), result.known)}
     return outcome | {"ok": True, "sha256": hashlib.sha256(text.encode()).hexdigest(),
                       "certificate": zlib.compress(text.encode(), 6)}
 
@@ -140,17 +152,28 @@ def run(args) -> int:
     import json
     import zlib
 
-    from ..formats import write_json, write_text
+    from ..formats import output_folder, write_json, write_text
+    from ..numbers import format_rational
+    from ..progress import Tasks
     start = time.perf_counter()
-    jobs = networks(Path(args.folder), args.domain)
+    out = output_folder(args.out, "--out")
+    jobs = networks(Path(args.folder), args.domain, args.only)
+    outcomes: list[dict | None] = [None] * len(jobs)
     with make_executor(args.workers, args.scheduler) as executor:
         if not args.json:
             print(f"certifying {len(jobs)} networks from {args.folder} on {executor.name}")
         try:
-            outcomes = executor.map(certify_network, jobs)
+            with Tasks(len(jobs), "networks", quiet=args.json) as tasks:
+                for i, o in executor.as_completed(certify_network, jobs):
+                    outcomes[i] = o
+                    box = jobs[i][2]
+                    domain = "its own domain" if box is None else "domain " + ",".join(
+                        f"{format_rational(lo)}:{format_rational(hi)}" for lo, hi in box)
+                    times = ", ".join(f"{k} {v:.2f} s" for k, v in o["seconds"].items())
+                    tasks.done(f"{o['file']} on {domain}: " + (f"certified and checked ({times})" if o["ok"] else
+                                                               f"FAILED at {o['stage']}: {o['message']}"))
         except ExecutorError as e:
             return lost_work("certify-all", e)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for o in outcomes:
         target = out / f"{o['name']}.cert.json"
@@ -165,10 +188,6 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:
-        for o in outcomes:
-            times = ", ".join(f"{k} {v:.2f} s" for k, v in o["seconds"].items())
-            print(f"{o['name']}: " + (f"certified and checked ({times})" if o["ok"] else
-                                      f"FAILED at {o['stage']}: {o['message']}"))
         print(f"{summary['certified']} of {len(outcomes)} networks certified and checked in "
               f"{summary['seconds']:.1f} s; wrote {out}/" +
               (f"; FAILED: {', '.join(summary['failed'])}" if failed else ""))

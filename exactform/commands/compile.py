@@ -6,7 +6,7 @@ import time
 
 from ..construct.maxout_to_transformer import (compile_maxout, measured_sizes, predicted_sizes,
                                                shift_constants, source_sizes)
-from ..formats import InputError, write_json
+from ..formats import InputError, output_file, write_json
 from ..models import MaxoutNet, load_model
 
 
@@ -22,8 +22,12 @@ def run(args) -> int:
     net = load_model(args.net)
     if not isinstance(net, MaxoutNet):
         raise InputError(args.net, "format", "compile takes a Maxout network")
+    output_file(args.output, "-o")
     start = time.perf_counter()
-    shifts = shift_constants(net)
+    try:
+        shifts = shift_constants(net)
+    except ValueError as e:
+        raise InputError(args.net, "", str(e)) from None
     tf = compile_maxout(net, shifts)
     seconds = time.perf_counter() - start
     predicted, measured = predicted_sizes(net, shifts), measured_sizes(tf)

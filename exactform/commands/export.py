@@ -1,7 +1,7 @@
 """``exactform export TF.json -o TF.onnx [--dtype float32|float64]``: the Transformer in standard ONNX."""
 from __future__ import annotations
 
-from ..formats import InputError
+from ..formats import InputError, output_file
 from ..models import Transformer, load_model
 
 
@@ -14,6 +14,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    output_file(args.output, "-o")
     model = load_model(args.model)
     if not isinstance(model, Transformer):
         raise InputError(args.model, "format", "export takes a Transformer (compile a Maxout net first)")
@@ -29,7 +30,7 @@ def _write_atomically(path: str, data: bytes) -> None:
     import os
     import tempfile
     from pathlib import Path
-    target = Path(path)
+    target = output_file(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

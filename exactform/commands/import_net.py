@@ -1,33 +1,83 @@
-"""``exactform import NET.onnx|.nnet|.pt --domain L:U[,L:U...] -o NET.json``: an exact Maxout net."""
+"""``exactform import NET.onnx|.nnet|.pt (--domain L:U[,L:U...] | --vnnlib PROP) -o NET.json``:
+an exact Maxout net, checked against the source's own float evaluation at sampled points."""
 from __future__ import annotations
 
 import json
+import sys
 import time
-from ..formats import write_json
+
+from ..formats import InputError, write_json
 from ..models.box import parse_domain
 
 
 def add_parser(sub):
-    p = sub.add_parser("import", help="import an ONNX, .nnet or torch.save ReLU network exactly")
-    p.add_argument("net", help="NET.onnx, NET.nnet or NET.pt (an nn.Sequential of Linear/ReLU)")
-    p.add_argument("--domain", required=True,
-                   help="input box: one L:U for all inputs or one per input, e.g. -1:1 or 0:1,-1/2:1/2")
+    p = sub.add_parser("import", help="import an ONNX, .nnet or torch.save network exactly")
+    p.add_argument("net", help="NET.onnx, NET.nnet or NET.pt (a torch.save'd nn.Module)")
+    box = p.add_mutually_exclusive_group(required=True)
+    box.add_argument("--domain", help="input box: one L:U for all inputs or one per input (row-major "
+                     "order of the flattened input), e.g. -1:1 or 0:1,-1/2:1/2")
+    box.add_argument("--vnnlib", metavar="PROP", help="take the input box from the X_i bounds of a VNN-LIB property")
+    p.add_argument("--input-shape", help="the input tensor shape of a .pt module, e.g. 1,1,28,28 "
+                   "(default: 1,in_features of a first Linear)")
     p.add_argument("-o", "--output", required=True, help="where to write the exactform/maxout@1 JSON")
+    p.add_argument("--no-verify", action="store_true", help="skip the sampled self-check against the source")
+    p.add_argument("--samples", type=int, default=32, help="points of the self-check (default 32)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     return p
 
 
 def run(args) -> int:
-    from ..importers import import_network
+    from ..importers import import_network, reference
+    from ..importers.verify import self_check
+    shape = _shape(args.input_shape)
+    if args.vnnlib:
+        from ..importers.vnnlib import read_box
+        domain, skipped = read_box(args.vnnlib)
+    else:
+        domain, skipped = parse_domain(args.domain), 0
+    if args.samples < 3 or args.samples > 100000:
+        raise InputError("--samples", "", f"expected 3 .. 100000 points, got {args.samples}")
+    notes: list[str] = []
     start = time.perf_counter()
-    net = import_network(args.net, parse_domain(args.domain))
+    net = import_network(args.net, domain, shape, notes, args.vnnlib or "--domain", broadcast=not args.vnnlib)
     seconds = time.perf_counter() - start
-    write_json(args.output, net.to_json())
     summary = {"widths": net.widths, "max_rank": net.max_rank, "parameters": net.parameter_count(),
-               "seconds": round(seconds, 3), "output": args.output}
+               "seconds": round(seconds, 3), "output": args.output, "rounded": notes}
+    lines = [f"imported {args.net}: widths {net.widths}, max rank {net.max_rank}, {net.parameter_count()} "
+             f"parameters, exact, in {seconds:.2f} s"]
+    if args.vnnlib:
+        lines.append(f"domain: the X_i bounds of {args.vnnlib} ({skipped} output assertion(s) not used)")
+    lines += [f"rounded: {n}" for n in notes]
+    status = 0
+    if args.no_verify:
+        summary["self_check"] = None
+        lines.append("self-check: skipped (--no-verify)")
+    else:
+        ref, name = reference(args.net, shape)
+        check = self_check(net, ref, name, args.samples)
+        summary["self_check"] = {"points": check.points, "worst": check.worst, "tolerance": check.tolerance,
+                                 "source": name, "agrees": check.ok}
+        lines.append(check.line())
+        status = 0 if check.ok else 1
+    if status == 0:
+        write_json(args.output, net.to_json())
+        lines.append(f"wrote {args.output}")
+    else:
+        lines.append(f"not written: {args.output} (the exact net and the source disagree beyond float tolerance)")
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:
-        print(f"imported {args.net}: widths {net.widths}, max rank {net.max_rank}, "
-              f"{net.parameter_count()} parameters, exact, in {seconds:.2f} s; wrote {args.output}")
-    return 0
+        print("\n".join(lines), file=sys.stdout if status == 0 else sys.stderr)
+    return status
+
+
+def _shape(text: str | None):
+    if text is None:
+        return None
+    try:
+        shape = tuple(int(d) for d in text.split(","))
+    except ValueError:
+        raise InputError("--input-shape", "", f"expected sizes such as 1,1,28,28, got {text[:40]!r}") from None
+    if not shape or min(shape) < 1 or len(shape) > 8:
+        raise InputError("--input-shape", "", f"expected 1 to 8 positive sizes, got {text[:40]!r}")
+    return shape

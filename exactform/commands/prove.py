@@ -1,8 +1,10 @@
-"""``exactform prove [C1 … C8] [--json] [--junit FILE] [--out DIR] [--workers N] [--scheduler ADDRESS]``:
-run the proof scripts, as parallel tasks, reporting in claim order.
+"""``exactform prove [C1 … C8] [--json] [--junit FILE] [--out DIR] [--script-timeout S] [--workers N]
+[--scheduler ADDRESS]``: run the proof scripts as parallel tasks, each reported as it finishes.
 
-Each claim has a script ``proofs/C<k>.py``, runnable alone, exiting non-zero on failure.  A claim
-whose script is missing is reported as "not available", never as proved.
+Each claim has a script ``exactform/proofs/C<k>.py`` (shipped with the package; ``proofs/`` in the
+repository links there), runnable alone, exiting non-zero on failure.  A claim whose script is
+missing is reported as "not available", never as proved.  ``--timeout`` limits the whole command,
+as everywhere; ``--script-timeout`` each script.
 """
 from __future__ import annotations
 
@@ -12,16 +14,18 @@ from pathlib import Path
 from ..executor import ExecutorError, add_executor_arguments, lost_work, make_executor
 
 CLAIMS = [f"C{k}" for k in range(1, 9)]
-PROOFS = Path(__file__).resolve().parents[2] / "proofs"
+PROOFS = Path(__file__).resolve().parents[1] / "proofs"
 
 
 def add_parser(sub):
-    p = sub.add_parser("prove", help="run the proof scripts in proofs/ (one per claim)")
+    p = sub.add_parser("prove", help="run the proof scripts (one per claim C1 … C8)")
     p.add_argument("claims", nargs="*", metavar="CLAIM", help="C1 ... C8 (default: all)")
     p.add_argument("--json", action="store_true", help="machine-readable results")
+    p.add_argument("--verbose", action="store_true", help="print each script's output (always for a failed one)")
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
     p.add_argument("--out", metavar="DIR", help="where the scripts write their certificates")
-    p.add_argument("--timeout", type=float, default=600, help="seconds per script (default 600)")
+    p.add_argument("--script-timeout", type=float, default=600, metavar="SECONDS",
+                   help="seconds per script (default 600); --timeout limits the whole command")
     add_executor_arguments(p)
     return p
 
@@ -41,7 +45,7 @@ def run_script(claim: str, as_json: bool, timeout: float, out: str | None) -> di
     start = time.perf_counter()
     try:
         done = subprocess.run([sys.executable, str(script)] + (["--json"] if as_json else []),
-                              capture_output=True, text=True, timeout=timeout, env=env, cwd=PROOFS.parent)
+                              capture_output=True, text=True, timeout=timeout, env=env)
         code, stdout, output = done.returncode, done.stdout, done.stdout + done.stderr
     except subprocess.TimeoutExpired:
         code, stdout, output = 1, "", f"timed out after {timeout:g} s"
@@ -58,27 +62,29 @@ def run_script(claim: str, as_json: bool, timeout: float, out: str | None) -> di
 def run(args) -> int:
     import json
 
-    from ..formats import InputError
+    from ..formats import InputError, output_file, output_folder
+    from ..progress import Tasks
 
     unknown = [c for c in args.claims if c not in CLAIMS]
     if unknown:
         raise InputError("prove", "claims", f"unknown claim {unknown[0]!r} (expected C1 ... C8)")
+    if args.junit is not None:
+        output_file(args.junit, "--junit")
     out = None
-    if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
+    if args.out is not None:
+        output_folder(args.out, "--out").mkdir(parents=True, exist_ok=True)
         out = str(Path(args.out).resolve())
+    claims = args.claims or CLAIMS
+    results: list[dict | None] = [None] * len(claims)
+    task = partial(run_script, as_json=args.json, timeout=args.script_timeout, out=out)
     with make_executor(args.workers, args.scheduler) as executor:
         try:
-            results = executor.map(partial(run_script, as_json=args.json, timeout=args.timeout, out=out),
-                                   args.claims or CLAIMS)
+            with Tasks(len(claims), "claims", quiet=args.json) as tasks:
+                for i, r in executor.as_completed(task, claims):
+                    results[i] = r
+                    tasks.done(_verdict(r, args.verbose))
         except ExecutorError as e:
             return lost_work("prove", e)
-    for r in [] if args.json else results:
-        if r["status"] == "not available":
-            print(f"{r['claim']}: not available (no proofs/{r['claim']}.py)")
-        else:
-            print(r["output"].rstrip())
-            print(f"{r['claim']}: {r['status'] if r['ok'] else r['status'].upper()} ({r['seconds']:.1f} s)\n")
     if args.junit:
         _junit(args.junit, results, args.out)
     if args.json:
@@ -91,12 +97,26 @@ def run(args) -> int:
     return 0 if all(r["ok"] for r in results) else 1
 
 
+def _verdict(r: dict, verbose: bool) -> str:
+    """One line per script, ending with the script's own last line; its whole output when verbose
+    or failed."""
+    if r["status"] == "not available":
+        return f"{r['claim']}: not available (no proofs/{r['claim']}.py)"
+    lines = r["output"].rstrip().splitlines()
+    own = lines[-1].strip() if lines else ""
+    head = f"{r['claim']}: {r['status'] if r['ok'] else r['status'].upper()} ({r['seconds']:.1f} s)"
+    if r["ok"] and not verbose:
+        return f"{head}; {own}" if own else head
+    return head + "\n" + "\n".join(lines)
+
+
 def _junit(path: str, results: list[dict], out: str | None = None) -> None:
     """One test case per claim (its script) and, with ``--out``, one per certificate the scripts
     wrote there and per claim in it, as re-checked by the independent checker."""
     from xml.etree import ElementTree as ET
 
-    from ..certificate.results import check_many, junit_cases
+    from ..certificate.junit import junit_cases
+    from ..checker import check_file
     from ..formats import write_text
     root = ET.Element("testsuites", name="exactform")
     suite = ET.SubElement(root, "testsuite", name="exactform.prove", tests=str(len(results)),
@@ -113,7 +133,7 @@ def _junit(path: str, results: list[dict], out: str | None = None) -> None:
     certificates = sorted(str(p) for p in Path(out).rglob("*cert*.json")) if out else []
     if certificates:
         checked = ET.SubElement(root, "testsuite", name="exactform.check")
-        tests, failures = junit_cases(checked, check_many(certificates, say=lambda line: None)[1])
+        tests, failures = junit_cases(checked, certificates, [check_file(c) for c in certificates])
         checked.set("tests", str(tests))
         checked.set("failures", str(failures))
     write_text(path, ET.tostring(root, encoding="unicode") + "\n")

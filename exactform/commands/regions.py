@@ -1,13 +1,12 @@
-"""``exactform regions MODEL.json [--json] [--plot FILE.png] [--max-regions N] [--workers N]
-[--scheduler ADDRESS]``: exact counts of linear regions and activation regions on the model's
-domain.  With more than one worker the cells (in 3-D and up) or sub-boxes of the domain (1-D, 2-D)
-are refined as separate tasks and merged across their shared facets: the counts are the same
-whatever runs them."""
+"""``exactform regions MODEL.json [--json] [--plot FILE.png] [--cells FILE.jsonl] [--max-regions N]
+[--workers N] [--scheduler ADDRESS]``: exact counts of linear regions and activation regions on the
+model's domain (docs/spec.md §7, docs/regions.md).  With more than one worker the cells (3-D and up)
+or sub-boxes of the domain (1-D, 2-D) are refined as separate tasks and merged across their shared
+facets: the counts are the same whatever runs them."""
 from __future__ import annotations
 
 import itertools
 import json
-import os
 import sys
 
 from ..executor import ExecutorError, add_executor_arguments, lost_work, make_executor
@@ -21,25 +20,32 @@ def add_parser(sub):
     p.add_argument("--cells", metavar="FILE.jsonl", help="write every cell exactly, one JSON line each "
                    "(halfspaces, vertices, activation pattern, output map, neighbours; docs/regions.md)")
     p.add_argument("--max-regions", type=int, metavar="N", help="stop once more than N cells would be enumerated")
-    p.add_argument("--method", choices=("interval", "polygon", "polytope"),
-                   help="cell kind (default: interval in 1-D, polygon in 2-D, exact LP otherwise)")
+    p.add_argument("--method", choices=("interval", "polygon", "polytope", "vertices"),
+                   help="cell kind (default: interval in 1-D, polygon in 2-D, vertices with their incidences "
+                        "otherwise; polytope: exact LP)")
     add_executor_arguments(p)
     return p
 
 
 def run(args) -> int:
-    from ..formats import InputError
+    from ..formats import InputError, output_file
     from ..models import load_model
-    from ..prove.regions import NotPiecewiseLinear, Progress, RegionLimit, count_regions, parts_for
+    from ..progress import Stages
+    from ..prove.regions import NotPiecewiseLinear, RegionLimit, count_regions, parts_for
     model = load_model(args.model)
+    if args.plot is not None:
+        output_file(args.plot, "--plot")
+        if model.input_dim > 2:
+            raise InputError("--plot", "", f"plots are drawn for 1-D and 2-D inputs; {args.model} has "
+                             f"{model.input_dim} inputs")
+    if args.cells is not None:
+        output_file(args.cells, "--cells")
     if getattr(model, "is_hardmax", True) is False:
         raise InputError(args.model, "attention", "softmax attention is not piecewise linear; "
                          "regions are counted for hardmax models")
     if args.max_regions is not None and args.max_regions < 1:
         raise InputError("--max-regions", "", "expected a positive integer")
-    if args.cells and not os.path.isdir(os.path.dirname(os.path.abspath(args.cells))):
-        raise InputError("--cells", "", f"no folder for {args.cells}")
-    progress = Progress()
+    progress = Stages()
     try:
         with make_executor(args.workers, args.scheduler) as executor:
             # plots and cell files: whole cells, not their parts in sub-boxes
@@ -58,8 +64,6 @@ def run(args) -> int:
     progress.close()
     if args.plot:
         from ..prove.region_plot import plot_regions
-        if model.input_dim > 2:
-            raise InputError("--plot", "", "plots are drawn for 1-D and 2-D inputs only")
         plot_regions(result, args.plot)
     if args.cells:
         write_cells(args.cells, args.model, model.input_dim, result)

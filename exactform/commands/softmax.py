@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 
-from ..formats import InputError, write_json
+from ..formats import InputError, output_file, write_json
 from ..models import MaxoutNet, load_model
-from ..numbers import RationalSyntaxError, format_rational, parse_rational
+from ..numbers import RationalSyntaxError, format_rational, parse_number
 
 
 def add_parser(sub):
     p = sub.add_parser("softmax", help="softmax(λ) Transformer of a Maxout net with a proven error ≤ eps")
     p.add_argument("net", help="exactform/maxout@1 JSON")
-    p.add_argument("--eps", required=True, help="target error bound, a rational such as 1/1000")
+    p.add_argument("--eps", required=True, help="target error bound: 1/1000, 0.001 or 1e-3 (read exactly)")
     p.add_argument("-o", "--output", required=True, help="where to write the exactform/transformer@1 JSON")
     p.add_argument("--cert", help="also write a certificate with claim C5 (checked by `exactform check`)")
     p.add_argument("--lambda", dest="scale", help="use this λ instead of choosing one (exit 1 if it is not "
@@ -25,7 +25,7 @@ def add_parser(sub):
 
 def _rational_arg(text: str, name: str):
     try:
-        value = parse_rational(text)
+        value = parse_number(text)
     except RationalSyntaxError as e:
         raise InputError(f"--{name}", "", str(e)) from None
     if value <= 0:
@@ -36,9 +36,12 @@ def _rational_arg(text: str, name: str):
 def run(args) -> int:
     from ..construct.maxout_to_transformer import compile_maxout
     from ..prove.enclosure import enclose
-    from ..prove.softmax import c5_evidence, c5_statement, depth_bound, log_lemma, scale_threshold, short_scale
+    from ..prove.softmax import depth_bound, log_lemma, scale_threshold, short_scale
     from ..points import check_domain, read_points
 
+    output_file(args.output, "-o")
+    if args.cert is not None:
+        output_file(args.cert, "--cert")
     net = load_model(args.net)
     if not isinstance(net, MaxoutNet):
         raise InputError(args.net, "format", "softmax takes a Maxout network")
@@ -62,10 +65,12 @@ def run(args) -> int:
     if proved:
         write_json(args.output, tf.to_json())
         if args.cert:
-            write_json(args.cert, {"format": "exactform/certificate@1", "maxout": net.to_json(),
-                                   "transformer": tf.to_json(),
-                                   "claims": [{"id": "C5", "statement": c5_statement(result, eps),
-                                               "evidence": c5_evidence(net, result, eps, lemma)}]})
+            from ..certificate.write import certify_softmax
+            cert = certify_softmax(net, tf, eps, result.log_tokens)
+            if not cert.holds:
+                print(f"NOT certified: {next(p for ps in cert.problems.values() for p in ps)}")
+                return 1
+            write_json(args.cert, cert.document)
     enclosures = [(x, net(x), enclose(tf, x, args.digits)) for x in points]
     report["enclosures"] = [{"point": [format_rational(a) for a in x], "maxout": [format_rational(a) for a in y],
                              "softmax_enclosure": [[format_rational(lo), format_rational(hi)] for lo, hi in e]}

@@ -5,7 +5,8 @@ Nothing in the input is ever evaluated: no ``eval``, ``sympify`` or ``parse_expr
     expr  := term (('+' | '-') term)*
     term  := unary (('*' | '/') unary)*
     unary := ('+' | '-') unary | power
-    power := atom ('**' INTEGER)?                    (only when the builder allows powers)
+    power := atom ('**' exponent)?                   (only when the builder allows powers)
+    exponent := ['-'] NUMBER | '(' ['-'] NUMBER ['/' NUMBER] ')'    (a rational constant)
     atom  := NUMBER | NAME | FUNCTION '(' expr (',' expr)* ')' | '(' expr ')'
     NUMBER := digits ('.' digits)?                    (an exact decimal)
     NAME  := a letter, then letters, digits or '_'   (names starting with '_' are refused)
@@ -16,6 +17,7 @@ with a one-line ``ExpressionError`` naming the position (0-based character offse
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from ..numbers import RationalSyntaxError, parse_decimal
 
@@ -117,22 +119,43 @@ class Parser:
         if self.peek()[:2] == ("op", "**"):
             pos = self.peek()[2]
             self.i += 1
-            kind, tok, at = self.peek()
-            if kind != "num" or "." in tok:
-                raise ExpressionError(at, "'**' takes a non-negative integer exponent")
-            self.i += 1
-            value = self.b.pow(value, int(tok), pos)
+            value = self.b.pow(value, self.exponent(), pos)
         return value
+
+    def exponent(self) -> Fraction:
+        """A rational constant: ``2``, ``-1``, ``1.5``, ``(1/2)``, ``(-3/2)``."""
+        grouped = self.peek()[:2] == ("op", "(")
+        if grouped:
+            self.take("(")
+        sign = 1
+        if self.peek()[:2] == ("op", "-"):
+            self.i += 1
+            sign = -1
+        p = sign * self.number("'**' takes a rational constant exponent")
+        if grouped:
+            if self.peek()[:2] == ("op", "/"):
+                at = self.take("/")
+                q = self.number("'**' takes a rational constant exponent")
+                if q == 0:
+                    raise ExpressionError(at, "division by zero")
+                p /= q
+            self.take(")")
+        return p
+
+    def number(self, message: str) -> Fraction:
+        kind, tok, at = self.peek()
+        if kind != "num":
+            raise ExpressionError(at, message)
+        self.i += 1
+        try:
+            return parse_decimal(tok)
+        except RationalSyntaxError as e:
+            raise ExpressionError(at, str(e)) from None
 
     def atom(self):
         kind, tok, pos = self.peek()
         if kind == "num":
-            self.i += 1
-            try:
-                value = parse_decimal(tok)     # bounded: at most numbers.MAX_DIGITS digits
-            except RationalSyntaxError as e:
-                raise ExpressionError(pos, str(e)) from None
-            return self.b.number(value)
+            return self.b.number(self.number("expected a number"))   # at most numbers.MAX_DIGITS digits
         if kind == "name":
             self.i += 1
             if self.peek()[:2] == ("op", "("):

@@ -1,4 +1,4 @@
-"""The three-block construction of DESIGN §2 (named ``token-shift``): one Maxout layer becomes
+"""The three-block construction of docs/spec.md §2 (named ``token-shift``): one Maxout layer becomes
 
 1. FF pieces   reads [1, c_j, h], writes z:  token t gets ``z_i = a_it(h) = W[i][t]·h + b[i][t]`` via,
                per unit i and piece j, the pair ``ReLU(a_ij − R_ij c_j) − ReLU(−a_ij − R_ij c_j)``;
@@ -14,15 +14,16 @@ coordinates ``c_j = [t ≠ j]`` come from the embedding and are never written.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
 from ..models import Attention, FeedForward, Head, MaxoutNet, Transformer
-from ..numbers import bit_size
+from ..numbers import ZERO, bit_size
 from ..prove.bounds import magnitude, maxout_bounds
 
 CONSTRUCTION = "token-shift"
-ONE, ZERO = Fraction(1), Fraction(0)
+ONE = Fraction(1)
 
 
 def power_of_two_at_least(x: Fraction) -> Fraction:
@@ -74,8 +75,33 @@ def padded_piece(net: MaxoutNet, l: int, i: int, j: int) -> int:
     return min(j, net.layers[l].ranks[i] - 1)
 
 
+MAX_PARAMETERS = 10**7
+"""Largest Transformer built (dense parameters of the closed formula; ACAS Xu's has 1.1 million)."""
+MAX_DENOMINATOR_BITS = 2**17
+"""Largest sum over layers of the bits of the common denominator of the layer's weights.  Interval
+bounds multiply these denominators layer after layer, so this, not the file size, sets the cost.
+Measured (compile, shared 2-core machine): ACAS Xu, 41 bits a layer, 0.1 s; 2 layers of random
+400-digit fractions, 95,000 bits, 0.2 s; 4 layers of 1000-digit ones, 518,000 bits, 13 s."""
+
+
+def check_size(net: MaxoutNet) -> None:
+    """Refuse, before any work, a net whose Transformer or bound computation would be too large
+    (``ValueError`` with the measured size and the documented limit)."""
+    params = dense_sizes(net)[3]
+    if params > MAX_PARAMETERS:
+        raise ValueError(f"its Transformer would have {params:,} parameters (widths {net.widths}); "
+                         f"the documented limit is {MAX_PARAMETERS:,}")
+    bits = sum(math.lcm(*{x.denominator for ws in layer.weight for w in ws for x in w}
+                        | {b.denominator for bs in layer.bias for b in bs}).bit_length() for layer in net.layers)
+    if bits > MAX_DENOMINATOR_BITS:
+        raise ValueError(f"the common denominators of its layers have {bits:,} bits in all; the documented "
+                         f"limit is {MAX_DENOMINATOR_BITS:,}")
+
+
 def shift_constants(net: MaxoutNet, margin: Fraction = Fraction(2)) -> list[list[list[Fraction]]]:
-    """``R[l][i][j]``: the least power of two ≥ margin·max|a_ij| over layer l's input box."""
+    """``R[l][i][j]``: the least power of two ≥ margin·max|a_ij| over layer l's input box
+    (``check_size`` first)."""
+    check_size(net)
     bounds = maxout_bounds(net)
     T = net.max_rank
     return [[[power_of_two_at_least(margin * magnitude(bounds.pieces[l][i][padded_piece(net, l, i, j)]))
@@ -83,7 +109,7 @@ def shift_constants(net: MaxoutNet, margin: Fraction = Fraction(2)) -> list[list
 
 
 def compile_maxout(net: MaxoutNet, shifts: list[list[list[Fraction]]] | None = None) -> Transformer:
-    """The hardmax Transformer of DESIGN §2 computing ``net`` exactly on ``net.domain``.
+    """The hardmax Transformer of docs/spec.md §2 computing ``net`` exactly on ``net.domain``.
 
     ``shifts``: the constants ``R_ij`` if already computed (default ``shift_constants(net)``);
     tests pass deliberately wrong ones.
@@ -172,13 +198,8 @@ def predicted_sizes(net: MaxoutNet, R: list[list[list[Fraction]]]) -> dict:
     non-zeros d + T² + Σ_l [2 Σ_{i,j} (nnz W[i][j'] + 1 + [b_ij' ≠ 0]) + 2 n_l T + 4 n_l
     + 2(n_{l−1} + 2n_l) + 2 n_{l−1} + 6 n_l] + nnz(A) + nnz(c), j' the padded piece index.
     """
-    T, n = net.max_rank, net.widths
-    L, d, o = len(net.layers), net.input_dim, net.output_dim
-    w = 1 + T + 3 * max(n)
-    hidden = []
-    for l in range(1, L + 1):
-        hidden += [2 * n[l] * T, 2 * (n[l - 1] + 2 * n[l])]
-    params = w * d + T * w + sum(2 * h * w + h + w for h in hidden) + 4 * w * sum(n[1:]) + o * (w + 1)
+    T, w, hidden, params = dense_sizes(net)
+    n, d = net.widths, net.input_dim
     nnz = d + T * T + sum(1 for row in net.readout_weight for a in row if a) + sum(1 for c in net.readout_bias if c)
     numbers = [ONE] + [a for row in net.readout_weight for a in row] + list(net.readout_bias)
     for l, layer in enumerate(net.layers, start=1):
@@ -188,16 +209,28 @@ def predicted_sizes(net: MaxoutNet, R: list[list[list[Fraction]]]) -> dict:
                 nnz += 2 * (sum(1 for a in ws if a) + (1 if R[l - 1][i][j] else 0) + (1 if b else 0))
                 numbers += ws + [b, R[l - 1][i][j]]
         nnz += 2 * n[l] * T + 4 * n[l] + 2 * (n[l - 1] + 2 * n[l]) + 2 * n[l - 1] + 6 * n[l]
-    return {"blocks": 3 * L, "tokens": T, "width": w, "heads": n[1:], "hidden": hidden,
+    return {"blocks": 3 * len(net.layers), "tokens": T, "width": w, "heads": n[1:], "hidden": hidden,
             "parameters": params, "nonzero_parameters": nnz,
             "numerator_bits": max(bit_size(x)[0] for x in numbers),
             "denominator_bits": max(bit_size(x)[1] for x in numbers)}
 
 
+def dense_sizes(net: MaxoutNet) -> tuple[int, int, list[int], int]:
+    """Tokens, width, hidden widths and parameter count of the closed formulas (``predicted_sizes``)."""
+    T, n = net.max_rank, net.widths
+    d, o = net.input_dim, net.output_dim
+    w = 1 + T + 3 * max(n)
+    hidden = []
+    for l in range(1, len(net.layers) + 1):
+        hidden += [2 * n[l] * T, 2 * (n[l - 1] + 2 * n[l])]
+    params = w * d + T * w + sum(2 * h * w + h + w for h in hidden) + 4 * w * sum(n[1:]) + o * (w + 1)
+    return T, w, hidden, params
+
+
 def measured_sizes(tf: Transformer) -> dict:
     """The same quantities read off a built Transformer."""
-    numbers = {id(x): x for m in tf.matrices() for row in m for x in row}   # equal entries share objects
-    numbers = list(numbers.values()) + [x for v in tf.vectors() for x in v]
+    numbers = {id(x): x for m in tf.matrices() for row in m for x in row if x is not ZERO}   # shared objects
+    numbers = [ZERO] + list(numbers.values()) + [x for v in tf.vectors() for x in v]
     return {"blocks": len(tf.blocks), "tokens": tf.tokens, "width": tf.width,
             "heads": [len(b.heads) for b in tf.blocks if isinstance(b, Attention)],
             "hidden": [b.hidden for b in tf.blocks if isinstance(b, FeedForward)],

@@ -1,4 +1,4 @@
-"""The region-rich Maxout family of DESIGN §3 C7 for parameters (m, T, q, D), on ``[0, 1]^q``.
+"""The region-rich Maxout family of docs/spec.md §3 C7 for parameters (m, T, q, D), on ``[0, 1]^q``.
 
 With L = ⌊D/3⌋ Maxout layers (a Transformer of depth D emulates L of them), mT units of rank T
 per layer and r = ⌊mT/q⌋:
@@ -26,7 +26,7 @@ ZERO, ONE = Fraction(0), Fraction(1)
 
 
 def seed_bound(m: int, T: int, q: int, D: int) -> int:
-    """``[(T−1)·⌊mT/q⌋ + 1]^{q(⌊D/3⌋−1)} · Σ_{j=0}^{q} C(mT, j)(T−1)^j`` (DESIGN §3 C7)."""
+    """``[(T−1)·⌊mT/q⌋ + 1]^{q(⌊D/3⌋−1)} · Σ_{j=0}^{q} C(mT, j)(T−1)^j`` (docs/spec.md §3 C7)."""
     units = m * T
     return ((T - 1) * (units // q) + 1) ** (q * (D // 3 - 1)) * sum(comb(units, j) * (T - 1) ** j
                                                                       for j in range(q + 1))

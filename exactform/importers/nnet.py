@@ -12,6 +12,7 @@ The format's semantics are folded in exactly:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -21,9 +22,58 @@ from ..models import Box, MaxoutNet
 from .affine import ZERO, Affine, Tracer
 
 
+@dataclass(frozen=True)
+class NNet:
+    """The numbers of a ``.nnet`` file, exactly as its decimals denote them."""
+    mins: list[Fraction]
+    maxs: list[Fraction]
+    means: list[Fraction]
+    ranges: list[Fraction]
+    weights: list[list[list[Fraction]]]
+    biases: list[list[Fraction]]
+
 
 def load_nnet(path: str, domain) -> MaxoutNet:
     """``domain(input_dim) -> Box`` builds the user's box once the input width is known."""
+    f = read_nnet(path)
+    inputs, outputs = len(f.mins), len(f.biases[-1])
+    box: Box = domain(inputs)
+    tracer = Tracer(inputs)
+    x = _clipped_input(tracer, box, f.mins, f.maxs, path)
+    x = x.then([[Fraction(int(i == j)) / f.ranges[j] for j in range(inputs)] for i in range(inputs)],
+               [-f.means[i] / f.ranges[i] for i in range(inputs)])
+    for l, (w, b) in enumerate(zip(f.weights, f.biases)):
+        x = x.then(w, b)
+        if l < len(f.weights) - 1:
+            x = tracer.relu(x)
+    x = x.scaled([f.ranges[-1]] * outputs).shifted([f.means[-1]] * outputs)
+    return tracer.network(x, box, path)
+
+
+def nnet_reference(path: str):
+    """``f(points) -> outputs``: the file's semantics evaluated directly in float64 (clip,
+    normalise, ReLU layers, de-normalise), independent of the exact lowering."""
+    import numpy as np
+    f = read_nnet(path)
+    as_float = lambda v: np.array(v, dtype=object).astype(np.float64)    # noqa: E731
+    mins, maxs, means, ranges = map(as_float, (f.mins, f.maxs, f.means, f.ranges))
+    layers = [(as_float(w), as_float(b)) for w, b in zip(f.weights, f.biases)]
+
+    def run(points):
+        out = []
+        for p in points:
+            x = (np.clip(as_float(p), mins, maxs) - means[:-1]) / ranges[:-1]
+            for k, (w, b) in enumerate(layers):
+                x = w @ x + b
+                if k < len(layers) - 1:
+                    x = np.maximum(x, 0)
+            out.append((x * ranges[-1] + means[-1]).tolist())
+        return out
+    run.dtype = np.float64
+    return run
+
+
+def read_nnet(path: str) -> NNet:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -67,18 +117,7 @@ def load_nnet(path: str, domain) -> MaxoutNet:
     for l in range(layers):
         weights.append([line(sizes[l], f"layer {l} weight row") for _ in range(sizes[l + 1])])
         biases.append([line(1, f"layer {l} bias")[0] for _ in range(sizes[l + 1])])
-
-    box: Box = domain(inputs)
-    tracer = Tracer(inputs)
-    x = _clipped_input(tracer, box, mins, maxs, path)
-    x = x.then([[Fraction(int(i == j)) / ranges[j] for j in range(inputs)] for i in range(inputs)],
-               [-means[i] / ranges[i] for i in range(inputs)])
-    for l in range(layers):
-        x = x.then(weights[l], biases[l])
-        if l < layers - 1:
-            x = tracer.relu(x)
-    x = x.scaled([ranges[-1]] * outputs).shifted([means[-1]] * outputs)
-    return tracer.network(x, box)
+    return NNet(mins, maxs, means, ranges, weights, biases)
 
 
 def _clipped_input(tracer: Tracer, box: Box, mins, maxs, path: str) -> Affine:
@@ -105,5 +144,5 @@ def _clipped_input(tracer: Tracer, box: Box, mins, maxs, path: str) -> Affine:
             row[-2], row[-1] = Fraction(1), Fraction(-1)
             offset.append(mins[i])
         recover.append(row)
-    hidden = tracer.relu(Affine([w for w, _ in pre], [b for _, b in pre], tracer.frame))
+    hidden = tracer.relu(tracer.input.then([w for w, _ in pre], [b for _, b in pre]))
     return hidden.then([r + [ZERO] * (len(pre) - len(r)) for r in recover], offset)

@@ -1,4 +1,4 @@
-"""The two exact models of DESIGN §1 and their JSON formats."""
+"""The two exact models of docs/spec.md §1 and their JSON formats."""
 from .box import Box
 from .maxout import MaxoutLayer, MaxoutNet
 from .transformer import Attention, FeedForward, Head, Transformer

@@ -1,15 +1,12 @@
 """The input domain: a box ``[lower, upper]`` with rational corners."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import product
 
-from ..formats import InputError, Reader, encode_vector
-from ..numbers import RationalSyntaxError, parse_decimal, parse_rational
-
-_DECIMAL = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
+from ..formats import InputError, Reader, encode_row
+from ..numbers import RationalSyntaxError, parse_number
 
 
 @dataclass(frozen=True)
@@ -40,12 +37,12 @@ class Box:
         return product(*zip(self.lower, self.upper))
 
     def to_json(self) -> dict:
-        return {"lower": encode_vector(self.lower), "upper": encode_vector(self.upper)}
+        return {"lower": encode_row(self.lower), "upper": encode_row(self.upper)}
 
     @classmethod
     def from_json(cls, r: Reader, dim: int) -> "Box":
         r.dict({"lower", "upper"})
-        lower, upper = r.field("lower").vector(dim), r.field("upper").vector(dim)
+        lower, upper = r.field("lower").vector(dim, sparse=True), r.field("upper").vector(dim, sparse=True)
         for i, (lo, hi) in enumerate(zip(lower, upper)):
             if lo > hi:
                 raise r.field("lower").item(i).error(f"lower bound {lo} exceeds upper bound {hi}")
@@ -53,14 +50,15 @@ class Box:
 
 
 def parse_domain(text: str) -> list[tuple[Fraction, Fraction]]:
-    """``--domain L:U[,L:U...]``: exact rationals (``-7/12``) or decimals (``0.25``, read exactly)."""
+    """``--domain L:U[,L:U...]``, each end a number of ``numbers.parse_number`` (``-7/12``, ``2/4``,
+    ``0.25``, ``1e-3``: read exactly)."""
     pairs = []
     for k, part in enumerate(text.split(",")):
         ends = part.split(":")
         if len(ends) != 2:
             raise InputError("--domain", f"[{k}]", f"expected L:U, got {part[:40]!r}")
         try:
-            lo, hi = (parse_decimal(e) if _DECIMAL.match(e.strip()) else parse_rational(e.strip()) for e in ends)
+            lo, hi = (parse_number(e) for e in ends)
         except RationalSyntaxError as e:
             raise InputError("--domain", f"[{k}]", str(e)) from None
         if lo > hi:
@@ -69,9 +67,11 @@ def parse_domain(text: str) -> list[tuple[Fraction, Fraction]]:
     return pairs
 
 
-def domain_box(pairs: list[tuple[Fraction, Fraction]], dim: int, source: str = "--domain") -> Box:
-    """One pair for every coordinate, or a single pair for all of them."""
-    if len(pairs) not in (1, dim):
-        raise InputError(source, "", f"{len(pairs)} L:U pairs for {dim} input(s); give one pair or one per input")
+def domain_box(pairs: list[tuple[Fraction, Fraction]], dim: int, source: str = "--domain",
+               broadcast: bool = True) -> Box:
+    """One pair for every coordinate, or (``broadcast``) a single pair for all of them."""
+    if len(pairs) not in ((1, dim) if broadcast else (dim,)):
+        raise InputError(source, "", f"{len(pairs)} L:U pairs for {dim} input(s); give "
+                         f"{'one pair or ' if broadcast else ''}one per input")
     pairs = pairs * dim if len(pairs) == 1 else pairs
     return Box(tuple(lo for lo, _ in pairs), tuple(hi for _, hi in pairs))

@@ -1,4 +1,4 @@
-"""Maxout networks (DESIGN §1): ``h^l_i = max_j (W^l[i][j]·h^{l-1} + b^l[i][j])``, ``y = A h^L + c``.
+"""Maxout networks (docs/spec.md §1): ``h^l_i = max_j (W^l[i][j]·h^{l-1} + b^l[i][j])``, ``y = A h^L + c``.
 
 Weights are stored as ``Fraction`` (user-facing, JSON) and, for evaluation, as one stacked
 ``QMatrix`` per layer whose rows are all pieces of all units with the bias as the last column:
@@ -12,8 +12,8 @@ from functools import cached_property
 
 import flint
 
-from ..formats import Reader, check_format, encode_matrix, encode_vector, sha256
-from ..numbers import QMatrix, to_fraction, to_sympy
+from ..formats import Reader, check_format, encode_row, encode_rows, sha256
+from ..numbers import QMatrix, exact_point, to_fraction, to_sympy
 from .box import Box
 
 Matrix = list[list[Fraction]]
@@ -133,8 +133,10 @@ class MaxoutNet:
         h = self.hidden_batch(homogeneous(points))[-1]
         return (self._readout @ h).reduced().columns()
 
-    def __call__(self, point: list[Fraction]) -> list[Fraction]:
-        return self.evaluate_batch([point])[0]
+    def __call__(self, point) -> list[Fraction]:
+        """Exact outputs at one point of ints, Fractions or exact decimal strings (``numbers.exact_point``;
+        floats are refused).  No domain check: ``exactform.evaluate`` makes one."""
+        return self.evaluate_batch([exact_point(point, self.input_dim)])[0]
 
     # --- JSON ----------------------------------------------------------------------------------
     def to_json(self) -> dict:
@@ -142,9 +144,9 @@ class MaxoutNet:
             "format": self.FORMAT,
             "input_dim": self.input_dim,
             "domain": self.domain.to_json(),
-            "layers": [{"weight": [encode_matrix(ws) for ws in layer.weight],
-                        "bias": [encode_vector(bs) for bs in layer.bias]} for layer in self.layers],
-            "readout": {"weight": encode_matrix(self.readout_weight), "bias": encode_vector(self.readout_bias)},
+            "layers": [{"weight": [encode_rows(ws) for ws in layer.weight],
+                        "bias": [encode_row(bs) for bs in layer.bias]} for layer in self.layers],
+            "readout": {"weight": encode_rows(self.readout_weight), "bias": encode_row(self.readout_bias)},
         }
 
     def digest(self) -> str:
@@ -160,19 +162,19 @@ class MaxoutNet:
         for lr in doc.field("layers").list(nonempty=True):
             lr.dict({"weight", "bias"})
             units = lr.field("weight").list(nonempty=True)
-            weight = [u.matrix(cols=width) for u in units]
+            weight = [u.matrix(cols=width, sparse=True) for u in units]
             for u, ws in zip(units, weight):
                 if not ws:
                     raise u.error("a unit needs at least one piece")
-            bias = [b.vector(len(ws)) for b, ws in zip(lr.field("bias").list(len(weight)), weight)]
+            bias = [b.vector(len(ws), sparse=True) for b, ws in zip(lr.field("bias").list(len(weight)), weight)]
             layers.append(MaxoutLayer(weight, bias))
             width = len(weight)
         ro = doc.field("readout")
         ro.dict({"weight", "bias"})
-        weight = ro.field("weight").matrix(cols=width)
+        weight = ro.field("weight").matrix(cols=width, sparse=True)
         if not weight:
             raise ro.field("weight").error("a network needs at least one output")
-        bias = ro.field("bias").vector(len(weight))
+        bias = ro.field("bias").vector(len(weight), sparse=True)
         return cls(domain, layers, weight, bias)
 
 

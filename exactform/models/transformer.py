@@ -1,4 +1,4 @@
-"""Transformers of DESIGN §1: ``T`` token columns of width ``w``, residual attention and
+"""Transformers of docs/spec.md §1: ``T`` token columns of width ``w``, residual attention and
 feed-forward blocks, hardmax (ties share equally) or softmax(λ) attention.
 
 Exact evaluation keeps the whole state as integers over one common denominator and uses the
@@ -14,8 +14,8 @@ from functools import cached_property, lru_cache
 
 import flint
 
-from ..formats import Reader, check_format, encode_matrix, encode_vector, sha256
-from ..numbers import QMatrix, format_rational, selection, to_sympy
+from ..formats import Reader, check_format, encode_row, encode_rows, sha256
+from ..numbers import ZERO, QMatrix, exact_point, format_rational, selection, to_sympy
 from .box import Box
 
 Matrix = list[list[Fraction]]
@@ -116,8 +116,8 @@ class FeedForward:
         state.add_rows(self.writes, delta)
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "w1": encode_matrix(self.w1), "b1": encode_vector(self.b1),
-                "w2": encode_matrix(self.w2), "b2": encode_vector(self.b2)}
+        return {"kind": self.kind, "w1": encode_rows(self.w1), "b1": encode_row(self.b1),
+                "w2": encode_rows(self.w2), "b2": encode_row(self.b2)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,8 +129,8 @@ class Head:
     output: Matrix
 
     def to_json(self) -> dict:
-        return {"query": encode_matrix(self.query), "key": encode_matrix(self.key),
-                "value": encode_matrix(self.value), "output": encode_matrix(self.output)}
+        return {"query": encode_rows(self.query), "key": encode_rows(self.key),
+                "value": encode_rows(self.value), "output": encode_rows(self.output)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -273,8 +273,8 @@ class Transformer:
             sum(len(v) for v in self.vectors())
 
     def nonzero_count(self) -> int:
-        return sum(1 for m in self.matrices() for row in m for x in row if x) + \
-            sum(1 for v in self.vectors() for x in v if x)
+        return sum(len(row) - row.count(ZERO) for m in self.matrices() for row in m) + \
+            sum(len(v) - v.count(ZERO) for v in self.vectors())
 
     def matrices(self) -> list[Matrix]:
         out = [self.embed_weight, self.embed_bias, self.readout_weight]
@@ -326,8 +326,10 @@ class Transformer:
         readout = QMatrix.from_rows([w + [b] for w, b in zip(self.readout_weight, self.readout_bias)])
         return embed, readout
 
-    def __call__(self, point: list[Fraction]) -> list[Fraction]:
-        return self.evaluate_batch([point])[0]
+    def __call__(self, point) -> list[Fraction]:
+        """Exact outputs at one point of ints, Fractions or exact decimal strings (``numbers.exact_point``;
+        floats are refused).  No domain check: ``exactform.evaluate`` makes one."""
+        return self.evaluate_batch([exact_point(point, self.input_dim)])[0]
 
     # --- JSON ----------------------------------------------------------------------------------
     def to_json(self) -> dict:
@@ -335,10 +337,10 @@ class Transformer:
         return {
             "format": self.FORMAT, "input_dim": self.input_dim, "tokens": self.tokens,
             "width": self.width, "attention": att, "domain": self.domain.to_json(),
-            "embed": {"weight": encode_matrix(self.embed_weight), "bias": encode_matrix(self.embed_bias)},
+            "embed": {"weight": encode_rows(self.embed_weight), "bias": encode_rows(self.embed_bias)},
             "blocks": [b.to_json() for b in self.blocks],
-            "readout": {"token": self.readout_token, "weight": encode_matrix(self.readout_weight),
-                        "bias": encode_vector(self.readout_bias)},
+            "readout": {"token": self.readout_token, "weight": encode_rows(self.readout_weight),
+                        "bias": encode_row(self.readout_bias)},
             "layout": self.layout,
         }
 
@@ -368,17 +370,17 @@ class Transformer:
         domain = Box.from_json(doc.field("domain"), d)
         emb = doc.field("embed")
         emb.dict({"weight", "bias"})
-        ew, eb = emb.field("weight").matrix(w, d), emb.field("bias").matrix(T, w)
+        ew, eb = emb.field("weight").matrix(w, d, sparse=True), emb.field("bias").matrix(T, w, sparse=True)
         blocks = [_block_from_json(b, w) for b in doc.field("blocks").list()]
         ro = doc.field("readout")
         ro.dict({"token", "weight", "bias"})
         token = ro.field("token").int(minimum=0)
         if token >= T:
             raise ro.field("token").error(f"token {token} out of range (tokens = {T})")
-        rw = ro.field("weight").matrix(cols=w)
+        rw = ro.field("weight").matrix(cols=w, sparse=True)
         if not rw:
             raise ro.field("weight").error("a Transformer needs at least one output")
-        rb = ro.field("bias").vector(len(rw))
+        rb = ro.field("bias").vector(len(rw), sparse=True)
         layout = _layout_from_json(doc.field("layout")) if "layout" in doc.value else {}
         return cls(domain, T, w, attention, ew, eb, blocks, token, rw, rb, layout)
 
@@ -399,19 +401,20 @@ def _block_from_json(r: Reader, w: int) -> FeedForward | Attention:
     kind = r.field("kind").str(("feedforward", "attention"))
     if kind == "feedforward":
         r.dict({"kind", "w1", "b1", "w2", "b2"})
-        w1 = r.field("w1").matrix(cols=w)
+        w1 = r.field("w1").matrix(cols=w, sparse=True)
         if not w1:
             raise r.field("w1").error("a feed-forward block needs at least one hidden unit")
         h = len(w1)
-        return FeedForward(w1, r.field("b1").vector(h), r.field("w2").matrix(w, h), r.field("b2").vector(w))
+        return FeedForward(w1, r.field("b1").vector(h, sparse=True), r.field("w2").matrix(w, h, sparse=True),
+                           r.field("b2").vector(w, sparse=True))
     r.dict({"kind", "heads"})
     heads = []
     for hr in r.field("heads").list(nonempty=True):
         hr.dict({"query", "key", "value", "output"})
-        q = hr.field("query").matrix(cols=w)
-        k = hr.field("key").matrix(len(q), w)
-        v = hr.field("value").matrix(cols=w)
+        q = hr.field("query").matrix(cols=w, sparse=True)
+        k = hr.field("key").matrix(len(q), w, sparse=True)
+        v = hr.field("value").matrix(cols=w, sparse=True)
         if not q or not v:
             raise hr.error("query and value need at least one row")
-        heads.append(Head(q, k, v, hr.field("output").matrix(w, len(v))))
+        heads.append(Head(q, k, v, hr.field("output").matrix(w, len(v), sparse=True)))
     return Attention(heads)

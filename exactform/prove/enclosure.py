@@ -36,8 +36,8 @@ def ball(x: Fraction) -> flint.arb:
 
 
 def _exact(a: flint.arb) -> Fraction:
-    m, e = a.man_exp()
-    return Fraction(int(m)) * Fraction(2) ** int(e)
+    m, e = int(a.man_exp()[0]), int(a.man_exp()[1])
+    return Fraction(m << e) if e >= 0 else Fraction(m, 1 << -e)
 
 
 def bounds(a: flint.arb) -> Bounds:

@@ -20,8 +20,6 @@ counts.
 from __future__ import annotations
 
 import math
-import sys
-import time
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
@@ -582,7 +580,12 @@ def count_regions(model, method: str | None = None, max_regions: int | None = No
     if executor is None or parts == 1:
         found = [merged_cells_in_box(model, sub, method, max_regions, progress, executor) for sub in subs]
     else:
-        found = executor.map(partial(merged_cells_in_box, model, method=method, max_cells=max_regions), subs)
+        found = [None] * len(subs)
+        task = partial(merged_cells_in_box, model, method=method, max_cells=max_regions)
+        for k, (i, box_cells) in enumerate(executor.as_completed(task, subs)):
+            found[i] = box_cells
+            if progress:
+                progress(k + 1, len(subs), sum(len(f.pieces) for f in found if f is not None))
     regions, activation = merge_boxes(found)
     pieces = [p for f in found for p in f.pieces]
     if max_regions is not None and activation > max_regions:
@@ -611,25 +614,3 @@ def cell_records(result: RegionCount):
         if isinstance(cell, (Polygon, Vertices)):
             record["vertices"] = encode(cell.vertices)
         yield record
-
-
-class Progress:
-    """A one-line progress bar on stderr, shown once a run has taken more than ``after`` seconds."""
-
-    def __init__(self, label: str = "regions", after: float = 1.0, stream=sys.stderr):
-        self.label, self.after, self.stream = label, after, stream
-        self.start, self.shown = time.monotonic(), False
-
-    def __call__(self, done: int, total: int, cells: int) -> None:
-        if time.monotonic() - self.start < self.after:
-            return
-        width = 30
-        bar = "#" * (width * done // total) + "-" * (width - width * done // total)
-        self.stream.write(f"\r{self.label} [{bar}] stage {done}/{total}, {cells} cells")
-        self.stream.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            self.stream.write("\n")
-            self.stream.flush()

@@ -5,7 +5,7 @@ API) with exact rationals written ``(/ 3 4)``, ``(- 5)``; no float literal ever 
 Transformer computes is read from the Transformer's own weights; the Maxout net supplies only the
 target pieces and the layer boxes ``B_l`` (exact interval bounds of ``h^l`` over ``B0``).
 
-The compositional chain for the token-shift construction (DESIGN §2): token t enters layer l in the
+The compositional chain for the token-shift construction (docs/spec.md §2): token t enters layer l in the
 state ``σ_t(h) = [1, c_j = [t ≠ j], h, z = 0, out = 0]`` with ``h = h^l ∈ B_l``.  The C3 queries
 check that the embedding produces ``σ_t(x)``; that the pieces block gives token t ``z_i = a_{i,t}(h)``
 (pieces padded to T by repeating the last one) and writes nothing else; that every head has query 1

@@ -256,23 +256,3 @@ def choose_scale(net: MaxoutNet, eps: Fraction) -> tuple[Fraction, DepthBound]:
     result = depth_bound(net, lam, log_tokens=U)
     assert result.holds and result.bound <= eps, "scale_threshold and depth_bound disagree"
     return lam, result
-
-
-def c5_evidence(net: MaxoutNet, result: DepthBound, eps: Fraction, lemma: LemmaCheck) -> dict:
-    """The C5 section of a certificate: every number is re-derived by ``check_softmax.check_c5``
-    (``lemma`` is informative: the checker takes lemma (a) as a theorem)."""
-    from ..numbers import format_rational as q
-    return {"lambda": q(result.lam), "eps": q(eps), "tokens": net.max_rank,
-            "ln_tokens_upper": q(result.log_tokens),
-            "lipschitz": [q(x) for x in result.lipschitz], "errors": [q(x) for x in result.errors],
-            "readout_norm": q(result.readout_norm), "bound": q(result.bound),
-            "lemma": {"statement": "0 <= max(v) - v.softmax(lambda v) <= ln(T)/lambda",
-                      "algebraic_core": f"z3/sympy, {'proved' if lemma.ok else 'NOT proved'} at T = {lemma.tokens}",
-                      "not_machine_checked": list(ANALYTIC_FACTS[:4])},
-            "method": "e_0 = 0, e_l = Lip_l e_(l-1) + ln(T)/lambda; margins B_ij + |W_ij|_1 e_(l-1) <= R_ij; "
-                      "bound = |A|_inf e_L"}
-
-
-def c5_statement(result: DepthBound, eps: Fraction) -> str:
-    return (f"for every x in the domain, max_o |Tf_lambda(x)_o - M(x)_o| <= evidence.bound <= eps = {eps} "
-            f"(softmax attention, lambda = {result.lam}, token-shift construction)")

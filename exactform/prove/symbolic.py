@@ -247,7 +247,8 @@ def _attention(result: Analysis, block: int, att: Attention, forms: list[QMatrix
             scales.append(scale)
             chosen.append(targets[i].index(v))
             chosen_values[t].append(list(v))
-        missing = sorted(set(range(len(targets[i]))) - set(chosen))
+        seen = {targets[i][j] for j in chosen}             # duplicate pieces are one function
+        missing = [j for j, piece in enumerate(targets[i]) if piece not in seen]
         if missing:
             result.defects.append(f"{where}: piece {missing[0]} of unit {i} is in no token")
             return None

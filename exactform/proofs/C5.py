@@ -1,8 +1,9 @@
 """Claim C5 (softmax error): lemma (a) 0 ≤ max v − vᵀ softmax_λ(v) ≤ ln(T)/λ and lemma (b)
 (gap form) ≤ (T−1)·Δ·e^{−λδ}, algebraic cores by Z3/SymPy for T = 2..8; certified numeric
 instances; a wrong lemma ln(T)/(2λ) refuted by a concrete counterexample; and, per network, the
-λ chosen for ε = 1/1000, its end-to-end bound |Tf_λ(x) − M(x)|∞ ≤ bound(λ) on the domain, the
-certificate check, and the table of proven bound vs. observed error (enclosures, sampled).
+λ chosen for ε = 1/1000, its end-to-end bound |Tf_λ(x) − M(x)|∞ ≤ bound(λ) on the domain, its
+certificate (``certify_softmax``) re-checked by ``exactform/checker.py`` (and refused with λ
+edited), and the table of proven bound vs. observed error (enclosures, sampled).
 
 Run: ``python proofs/C5.py [--json] [--max-tokens 8] [--table] [--write-table proofs/C5_table.md]``;
 exit 0 when everything holds, 1 otherwise.
@@ -10,6 +11,7 @@ exit 0 when everything holds, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import copy
 import random
 import sys
 import time
@@ -17,12 +19,13 @@ from fractions import Fraction
 
 from _common import finish, nets
 
-from exactform.certificate.check_softmax import check_c5
+from exactform import checker
+from exactform.certificate.write import certify_softmax
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.numbers import format_rational
 from exactform.prove.enclosure import enclose, softmax_error
-from exactform.prove.softmax import (c5_evidence, choose_scale, counterexample, depth_bound, gap_bound, gap_lemma,
-                                     log_bound, log_lemma)
+from exactform.prove.softmax import (choose_scale, counterexample, depth_bound, gap_bound, gap_lemma, log_bound,
+                                     log_lemma)
 
 EPS = Fraction(1, 1000)
 
@@ -130,15 +133,17 @@ def networks(rng: random.Random, table: list[str]) -> bool:
         lam, result = choose_scale(net, EPS)
         below = depth_bound(net, lam - 1) if lam > 1 else None
         tf = compile_maxout(net).with_attention(lam)
-        ev = c5_evidence(net, result, EPS, log_lemma(net.max_rank))
-        failures = check_c5(ev, net, tf)
-        edited = check_c5(ev, net, tf.with_attention(lam - 1 if lam > 1 else lam / 2))
-        good = result.bound <= EPS and (below is None or below.bound > EPS) and not failures and bool(edited)
+        doc = certify_softmax(net, tf, EPS, result.log_tokens).document
+        verdict = checker.verify(doc)
+        edited = copy.deepcopy(doc)                      # the same certificate for λ − 1 (or λ/2): must fail
+        edited["transformer"]["attention"] = {"softmax": format_rational(lam - 1 if lam > 1 else lam / 2)}
+        rejected = checker.verify(edited).code == 1
+        good = result.bound <= EPS and (below is None or below.bound > EPS) and verdict.ok and rejected
         ok &= good
         print(f"{name}: T = {net.max_rank}, λ = {lam} for ε = {EPS}: bound {float(result.bound):.6g}"
               + (f"; λ − 1 gives {float(below.bound):.6g} > ε (not met)" if below else "")
-              + f"; check_c5 {'holds' if not failures else 'FAILS: ' + failures[0]}; edited λ "
-              + ("rejected" if edited else "ACCEPTED (BUG)") + f" ({time.perf_counter() - start:.1f} s)")
+              + f"; checker {'holds' if verdict.ok else 'FAILS: ' + verdict.known}; edited λ "
+              + ("rejected" if rejected else "ACCEPTED (BUG)") + f" ({time.perf_counter() - start:.1f} s)")
         for scale in sorted({Fraction(10), Fraction(100), Fraction(1000), lam}):
             bound = depth_bound(net, scale)
             pts = sample_points(net, scale, rng)

@@ -9,10 +9,11 @@ import random
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))    # the folder holding exactform/
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+"""The built-in example nets (shipped with the package; ``examples/`` in the repository links here)."""
 
-from nets import random_net, relu_net  # noqa: E402  (the seeded nets the tests use)
+from nets import random_net, relu_net  # noqa: E402  (the seeded nets the tests use; beside this file)
 
 from exactform.construct.maxout_to_transformer import compile_maxout  # noqa: E402
 from exactform.formats import load_json, write_json  # noqa: E402
@@ -29,7 +30,7 @@ def arguments(doc: str) -> argparse.Namespace:
 def nets() -> dict[str, MaxoutNet]:
     """The Maxout nets of examples/, and seeded random nets: ragged ranks, rank 1, several outputs."""
     out = {}
-    for path in sorted((ROOT / "examples").glob("*.json")):
+    for path in sorted(EXAMPLES.glob("*.json")):
         doc = load_json(path)
         if isinstance(doc.value, dict) and doc.value.get("format") == MaxoutNet.FORMAT:
             out[path.stem] = MaxoutNet.from_json(doc)
@@ -45,15 +46,14 @@ def pairs():
 
 
 def write_certificate(args, claim: str, name: str, cert) -> str | None:
-    """Write the certificate as ``OUT/<claim>.<name>.cert.json``, restricted to ``claim`` when it
-    is one the certificate carries (C8, the certificate itself, keeps them all)."""
+    """Write the certificate as ``OUT/<claim>.<name>.cert.json``, whole: a certificate carries
+    every claim of its kind (C1–C4 for an equality certificate), so that ``exactform check``
+    re-derives each of them from the models and hints."""
     if not args.out:
         return None
-    own = [c for c in cert.document["claims"] if c["id"] == claim]
-    doc = dict(cert.document, claims=own or cert.document["claims"])
     stem = "".join(ch if ch.isalnum() else "_" for ch in name)
     path = Path(args.out) / f"{claim}.{stem}.cert.json"
-    write_json(path, doc)
+    write_json(path, cert.document)
     return str(path)
 
 

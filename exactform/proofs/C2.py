@@ -21,7 +21,7 @@ from exactform.formats import load_json
 from exactform.models import Box, MaxoutLayer, MaxoutNet
 from exactform.prove.smt import c1_queries, c2_queries, run_queries
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parent / "examples"
 
 
 def random_relu_net(seed: int, dims: list[int]) -> MaxoutNet:

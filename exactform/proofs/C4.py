@@ -1,7 +1,10 @@
 """Claim C4 (complexity): the Transformer of a Maxout net with L layers of n_l units and max rank
 T has 3L blocks, T tokens, n_l heads in layer l, width 1 + T + 3N (N = max n_l), and the
 parameter, non-zero and bit counts of the closed formula (``construct.predicted_sizes``), read
-off the built object and printed beside the Maxout net's own counts.
+off the built object and printed beside the Maxout net's own counts; and, independently, the
+certificate checker's own closed formula (``checker.sizes``, standard library only, on the
+models embedded in the certificate) agrees with the built sizes and the certificate's C4
+statement is the checker's.
 
 Run: ``python proofs/C4.py [--json] [--out DIR]``; exit 0 when every formula matches, 1 otherwise.
 """
@@ -9,7 +12,9 @@ import sys
 
 from _common import arguments, finish, pairs, write_certificate
 
+from exactform import checker
 from exactform.certificate.write import certify
+from exactform.construct.maxout_to_transformer import measured_sizes, predicted_sizes, shift_constants, source_sizes
 
 
 def main() -> int:
@@ -17,9 +22,13 @@ def main() -> int:
     ok, rows = True, []
     for name, net, tf in pairs():
         cert = certify(net, tf)
-        sizes = cert.document["claims"][3]["evidence"]
-        f, m, s = sizes["formula"], sizes["transformer"], sizes["maxout"]
-        match = f == m and not cert.problems["C4"]
+        f, m, s = predicted_sizes(net, shift_constants(net)), measured_sizes(tf), source_sizes(net)
+        doc = cert.document
+        formula, built = checker.sizes(checker.read_maxout(doc["maxout"], "maxout"),
+                                       checker.read_transformer(doc["transformer"], "transformer"))
+        verdict = dict((c, (holds, words)) for c, holds, words in checker.verify(doc).claims)["C4"]
+        match = f == m and formula == built and all(f[k] == built[k] for k in built if k != "blocks") \
+            and len(built["blocks"]) == f["blocks"] and verdict[0] and not cert.problems["C4"]
         ok &= match
         rows.append({"net": name, "maxout_parameters": s["parameters"], "transformer_parameters": m["parameters"],
                      "blocks": m["blocks"], "tokens": m["tokens"], "width": m["width"], "match": match})

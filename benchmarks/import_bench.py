@@ -1,0 +1,108 @@
+"""Real architectures end to end (issue 12): ``import`` (with its self-check) → ``compile`` →
+``certify`` → ``check``, each step run as the CLI runs it in its own process, with its wall time,
+its peak memory (the child's maximum resident set) and the sizes of the files it wrote.
+
+Networks (random weights, seeded; the architecture, not the training, sets the cost):
+  digits-cnn   Conv 1→8 3×3, ReLU, MaxPool 2, Linear → 10 on [0,1]^(8×8)       target ≤ 30 s
+  mnist-mlp    784→256→256→10 on [0,1]^784                                    target ≤ 60 s
+  mnist-cnn    Conv 1→8 3×3 s2, ReLU, Conv 8→16 3×3 s2, ReLU, Linear → 10      target ≤ 600 s, 8 GB
+Usage: ``python benchmarks/import_bench.py [NAME ...] [--step-timeout S]``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.timing import table  # noqa: E402
+
+
+def networks():
+    from torch import nn
+    return {
+        "digits-cnn": (lambda: nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                                             nn.Linear(72, 10)), (1, 1, 8, 8), 30),
+        "mnist-mlp": (lambda: nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                                            nn.Linear(256, 10)), (1, 784), 60),
+        "mnist-cnn": (lambda: nn.Sequential(nn.Conv2d(1, 8, 3, stride=2), nn.ReLU(), nn.Conv2d(8, 16, 3, stride=2),
+                                            nn.ReLU(), nn.Flatten(), nn.Linear(576, 10)), (1, 1, 28, 28), 600),
+    }
+
+
+_PEAK = ("import resource, runpy, sys\n"
+         "sys.argv = ['exactform'] + sys.argv[2:]\n"
+         "try:\n    runpy.run_module('exactform.cli', run_name='__main__')\n"
+         "finally:\n    open(sys.argv_peak, 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n")
+
+
+def run_step(argv: list[str], timeout: float) -> tuple[str, float, str]:
+    """(status, seconds, peak MiB) of ``exactform ARGV`` in a child process of its own."""
+    peak_file = Path(tempfile.mkstemp(suffix=".peak")[1])
+    code = _PEAK.replace("sys.argv_peak", repr(str(peak_file)))
+    start = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-c", code, "--", *argv], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = child.communicate(timeout=timeout)
+        lines = out.strip().splitlines() or [""]
+        status = "ok" if child.returncode == 0 else f"exit {child.returncode}: {lines[-1][:80]}"
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        status = f"timeout {timeout:.0f} s"
+    seconds = time.perf_counter() - start
+    text = peak_file.read_text() if peak_file.exists() else ""
+    peak_file.unlink(missing_ok=True)
+    return status, seconds, f"{int(text) / 1024:.0f}" if text else "killed"
+
+
+def main() -> int:
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("names", nargs="*")
+    parser.add_argument("--step-timeout", type=float, default=900)
+    args = parser.parse_args()
+    nets = networks()
+    rows, missed = [], []
+    for name in args.names or list(nets):
+        make, shape, target = nets[name]
+        torch.manual_seed(0)
+        model = make().eval()
+        out = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, (torch.zeros(shape),), str(out / "net.onnx"), dynamo=False)
+        steps = [("import", ["import", str(out / "net.onnx"), "--domain", "0:1", "-o", str(out / "net.json")]),
+                 ("compile", ["compile", str(out / "net.json"), "-o", str(out / "tf.json")]),
+                 ("certify", ["certify", str(out / "net.json"), str(out / "tf.json"), "-o", str(out / "cert.json")]),
+                 ("check", ["check", str(out / "cert.json")])]
+        total = 0.0
+        for step, argv in steps:
+            status, seconds, peak = run_step(argv, args.step_timeout)
+            total += seconds
+            written = {"import": "net.json", "compile": "tf.json", "certify": "cert.json"}.get(step)
+            size = f"{(out / written).stat().st_size / 1e6:.2f} MB" if written and (out / written).exists() else ""
+            rows.append([name, step, status, f"{seconds:.1f}", peak, size])
+            print(rows[-1], flush=True)
+            if status != "ok":
+                break
+        ok = rows[-1][1] == "check" and rows[-1][2] == "ok"
+        rows.append([name, "total", "ok" if ok else "incomplete", f"{total:.1f}", "", f"target ≤ {target} s"])
+        if not ok or total > target:
+            missed.append(name)
+    print(table(["network", "step", "status", "seconds", "peak MiB", "file / target"], rows))
+    if missed:
+        print(f"missed target: {', '.join(missed)}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""The Python API (``docs/api.md``): the same exact objects and checks as the command line.
+
+Numbers follow one rule (``numbers.parse_number``): ints, ``Fraction`` and exact decimal or
+fraction strings (``"0.001"``, ``"1e-3"``, ``"2/4"``) are read exactly; floats are refused.
+Bad input raises ``InputError`` (as on the command line); a claim that the prover cannot
+establish raises ``NotProved`` and nothing is returned for it.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence, Union
+
+from .errors import InputError
+from .models import MaxoutNet, Transformer
+
+if TYPE_CHECKING:
+    import torch
+
+Number = Union[int, Fraction, str]
+"""An exact number: an int, a ``Fraction`` or a decimal/fraction string."""
+Domain = Sequence[tuple[Number, Number]]
+"""``[(lower, upper), ...]``: one pair per input, or one pair for every input."""
+PathLike = Union[str, "os.PathLike[str]"]
+
+CERTIFICATE = "exactform/certificate@"
+"""The prefix of the certificate formats (``exactform.checker.FORMAT`` is the current one)."""
+
+
+class NotProved(Exception):
+    """The prover could not establish a claim; ``problems`` lists what fails."""
+
+    def __init__(self, message: str, problems: Sequence[str] = ()):
+        super().__init__(message)
+        self.problems = list(problems)
+
+
+def load(path: PathLike) -> MaxoutNet | Transformer | dict[str, Any]:
+    """A model (``exactform/maxout@1``, ``exactform/transformer@1``) or a certificate
+    (``exactform/certificate@2``, returned as its dict; ``check`` verifies it), read strictly."""
+    from .formats import load_json
+    from .models import load_model
+    doc = load_json(path)
+    if _is_certificate(doc.value):
+        return doc.value
+    return load_model(path)
+
+
+def save(obj: MaxoutNet | Transformer | dict[str, Any], path: PathLike) -> None:
+    """Write a model or certificate as canonical JSON, atomically (nothing is written on error)."""
+    from .formats import output_file, write_json
+    output_file(path)
+    if isinstance(obj, (MaxoutNet, Transformer)):
+        write_json(path, obj.to_json())
+    elif _is_certificate(obj):
+        write_json(path, obj)
+    else:
+        raise TypeError(f"expected a MaxoutNet, a Transformer or a certificate dict, got {type(obj).__name__}")
+
+
+def compile_network(net: MaxoutNet) -> Transformer:
+    """The hardmax token-shift Transformer computing ``net`` exactly on its domain (claims C1–C4
+    are proved by ``certify``); exported as ``exactform.compile``."""
+    from .construct.maxout_to_transformer import compile_maxout
+    _need(net, MaxoutNet, "compile")
+    try:
+        return compile_maxout(net)
+    except ValueError as e:
+        raise InputError("<net>", "", str(e)) from None
+
+
+def certify(net: MaxoutNet, tf: Transformer | None = None, smt: bool = False) -> dict[str, Any]:
+    """Prove C1–C4 for ``net`` and ``tf`` (default ``compile(net)``) and return the certificate
+    (a dict in the ``exactform/certificate@2`` format); ``NotProved`` if a claim fails.  ``smt``:
+    also run the prover's Z3 queries (``check(..., smt=True)`` derives and runs its own)."""
+    from .certificate.write import certify as prove
+    from .construct.maxout_to_transformer import check_size
+    _need(net, MaxoutNet, "certify")
+    tf = compile_network(net) if tf is None else _need(tf, Transformer, "certify")
+    try:
+        check_size(net)
+    except ValueError as e:
+        raise InputError("<net>", "", str(e)) from None
+    cert = prove(net, tf, smt=smt)
+    failed = [f"{claim}: {p[0]}" for claim, p in cert.problems.items() if p]
+    if failed:
+        raise NotProved(f"not certified: {failed[0]}", failed)
+    return cert.document
+
+
+compile = compile_network
+"""``exactform.compile(net)`` (named so in the API; Python's built-in of that name is not used here)."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The independent checker's verdict: truthy exactly when every claim holds.
+    ``claims``: ``(claim id, holds, the checker's statement or why it fails)``; ``known``: what is
+    now known, in words (or why nothing is, or the one-line error for a malformed certificate)."""
+    ok: bool
+    claims: list[tuple[str, bool, str]]
+    known: str
+
+    def __bool__(self) -> bool:
+        return self.ok and bool(self.claims) and all(holds for _, holds, _ in self.claims)
+
+
+def check(certificate: dict[str, Any] | PathLike, maxout: MaxoutNet | PathLike | None = None,
+          transformer: Transformer | PathLike | None = None, smt: bool = False) -> CheckResult:
+    """Re-verify a certificate (a dict or a file) with the independent checker
+    (``exactform.checker``), optionally bound to the given Maxout net and Transformer."""
+    from .checker import check_file
+    with tempfile.TemporaryDirectory(prefix="exactform-check-") as tmp:
+        path = _as_file(certificate, Path(tmp) / "certificate.cert.json")
+        net = None if maxout is None else _as_file(maxout, Path(tmp) / "maxout.json")
+        tf = None if transformer is None else _as_file(transformer, Path(tmp) / "transformer.json")
+        result = check_file(str(path), maxout=net and str(net), transformer=tf and str(tf), smt=smt)
+    return CheckResult(bool(result.ok), [(str(c), bool(h), str(m)) for c, h, m in result.claims], str(result.known))
+
+
+def import_network(path: PathLike, domain: Domain) -> MaxoutNet:
+    """An ONNX, ``.nnet`` or ``torch.save`` ReLU network as an exact ``MaxoutNet`` on ``domain``
+    (every float weight converted to its exact rational)."""
+    from .importers import import_network as load_network
+    return load_network(str(path), _domain(domain))
+
+
+def from_torch(module: torch.nn.Module, domain: Domain, input_shape: Sequence[int] | None = None) -> MaxoutNet:
+    """A torch module (eval mode; Linear, Conv, pooling, BatchNorm, LeakyReLU/PReLU, clipping,
+    residual ``forward``…, docs/importers.md) as an exact ``MaxoutNet``; the input, of
+    ``input_shape`` (default: the first ``Linear``'s features), is flattened row-major."""
+    from .importers.torch import from_module
+    from .models.box import domain_box
+    pairs = _domain(domain)
+    return from_module(module, lambda dim: domain_box(pairs, dim, "domain"), input_shape)
+
+
+@dataclass(frozen=True)
+class SoftmaxResult:
+    """A softmax(λ) Transformer with ``|Tf_λ(x) − M(x)|∞ ≤ bound ≤ eps`` proved on the domain (C5),
+    and its certificate."""
+    transformer: Transformer
+    scale: Fraction
+    bound: Fraction
+    certificate: dict[str, Any]
+
+
+def approx(expr: str, domain: Domain, eps: Number | None = None, rank: int | None = None):
+    """A Maxout net within a proven uniform bound of the convex Lipschitz ``expr`` on ``domain``
+    (claim C6; convexity verified first, ``ValueError`` naming the sub-expression otherwise)."""
+    from .construct.convex_approx import approx as build
+    return build(expr, domain, eps=eps, rank=rank)
+
+
+def softmax(net: MaxoutNet, eps: Number) -> SoftmaxResult:
+    """The token-shift Transformer of ``net`` with softmax(λ) attention, λ the least scale whose
+    proven bound meets ``eps`` (claim C5); ``NotProved`` if none does."""
+    from .certificate.write import certify_softmax
+    from .numbers import RationalSyntaxError, parse_number
+    from .prove.softmax import depth_bound, log_lemma, scale_threshold, short_scale
+    _need(net, MaxoutNet, "softmax")
+    try:
+        eps = parse_number(eps)
+    except RationalSyntaxError as e:
+        raise InputError("eps", "", str(e)) from None
+    if eps <= 0:
+        raise InputError("eps", "", f"must be positive, got {eps}")
+    threshold = scale_threshold(net, eps)
+    if threshold is None:
+        raise NotProved("a shift margin R_ij − B_ij is zero, so no λ absorbs the softmax perturbation")
+    lam = short_scale(threshold)
+    result, lemma = depth_bound(net, lam), log_lemma(net.max_rank)
+    if not (result.holds and result.bound <= eps and lemma.ok):
+        raise NotProved(f"the proven bound {result.bound} does not meet eps = {eps} at λ = {lam}")
+    tf = compile_network(net).with_attention(lam)
+    cert = certify_softmax(net, tf, eps, result.log_tokens)
+    failed = [f"{claim}: {p[0]}" for claim, p in cert.problems.items() if p]
+    if failed:
+        raise NotProved(f"not certified: {failed[0]}", failed)
+    return SoftmaxResult(tf, lam, result.bound, cert.document)
+
+
+def evaluate(model: MaxoutNet | Transformer, points: Iterable[Sequence[Number]],
+             allow_outside: bool = False) -> list[list[Fraction]]:
+    """Exact outputs of a Maxout net or hardmax Transformer at each point; a point outside the
+    model's domain (where no claim holds) is a ``ValueError`` unless ``allow_outside``."""
+    from .numbers import exact_point
+    rows = [exact_point(p, model.input_dim) for p in points]
+    for n, row in enumerate(rows):
+        i = None if allow_outside else model.domain.first_violation(row)
+        if i is not None:
+            raise ValueError(f"point {n}: entry [{i}] = {row[i]} is outside the domain "
+                             f"[{model.domain.lower[i]}, {model.domain.upper[i]}]")
+    return model.evaluate_batch(rows)
+
+
+def _domain(domain: Domain) -> list[tuple[Fraction, Fraction]]:
+    from .numbers import RationalSyntaxError, parse_number
+    pairs = []
+    for k, pair in enumerate(domain):
+        try:
+            lo, hi = (parse_number(v) for v in pair)
+        except (RationalSyntaxError, TypeError, ValueError) as e:
+            raise InputError("domain", f"[{k}]", f"expected a (lower, upper) pair of exact numbers: {e}") from None
+        if lo > hi:
+            raise InputError("domain", f"[{k}]", f"lower bound {lo} exceeds upper bound {hi}")
+        pairs.append((lo, hi))
+    if not pairs:
+        raise InputError("domain", "", "expected at least one (lower, upper) pair")
+    return pairs
+
+
+def _is_certificate(obj) -> bool:
+    return isinstance(obj, dict) and str(obj.get("format", "")).startswith(CERTIFICATE)
+
+
+def _need(obj, cls, what: str):
+    if not isinstance(obj, cls):
+        raise TypeError(f"{what} takes a {cls.__name__}, got {type(obj).__name__}")
+    return obj
+
+
+def _as_file(obj, path: Path) -> Path:
+    """A file for the checker: a path as given, or a model or certificate written to ``path``."""
+    if isinstance(obj, (str, os.PathLike)):
+        return Path(obj)
+    save(obj, path)
+    return path

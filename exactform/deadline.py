@@ -1,0 +1,173 @@
+"""Running any sub-command but the fast path of ``check`` (see ``cli``).  Exit codes: 0 proved/done,
+1 refuted, a failed check or stopped by ``--timeout``, 2 bad input or usage, 141 when the reader of
+stdout closed it (``| head``), 137 when native code held on past ``--timeout`` + ``GRACE``.  Bad input is one line, never a traceback.
+
+Only the standard library is imported here; a command imports only its own module
+(``commands/<name>.py``); ``--help`` loads them all.  ``--timeout SECONDS`` is a ``SIGALRM`` that
+takes effect between Python bytecodes, and a guard process that ends this one ``GRACE`` seconds
+later if a call into native code holds on past it (``_deadline``).  Files are written atomically
+(``formats.write_text``), so a stopped command leaves no half-written file.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import signal
+import sys
+import threading
+import time
+
+GRACE = 1.0
+"""Seconds a native call may overrun ``--timeout`` before the watchdog ends the process."""
+
+VALUE_OPTIONS = ("--domain", "--eps", "--lambda")
+"""Options whose value may start with a minus sign (``--domain -1:1``), which argparse would
+otherwise read as an option: ``main`` rewrites ``--domain -1:1`` to ``--domain=-1:1``."""
+
+
+class Stopped(BaseException):
+    """Raised by the ``--timeout`` alarm.  A ``BaseException``, like ``KeyboardInterrupt``, so
+    that no ``except Exception`` in a reader turns it into an input error."""
+
+
+def command_modules() -> list[str]:
+    """Every module under ``exactform.commands`` is a sub-command with ``add_parser`` and ``run``."""
+    from . import commands
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+
+
+def _timeout_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < 10**7:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _requested(argv: list[str]) -> str | None:
+    """The module of the command named in ``argv`` (``certify-all`` → ``certify_all``), if one of
+    that name exists; else None (then every command is loaded, e.g. for ``--help``)."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--timeout":
+            i += 2
+            continue
+        if arg.startswith("-"):
+            i += 1
+            continue
+        name = arg.replace("-", "_")
+        return name if name in command_modules() else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    from . import __version__
+    parser = argparse.ArgumentParser(prog="exactform", description="Exact Transformer constructions of "
+                                     "Maxout networks, with proofs and certificates.")
+    parser.add_argument("--version", action="version", version=f"exactform {__version__}")
+    parser.add_argument("--timeout", dest="global_timeout", type=_timeout_seconds, metavar="SECONDS",
+                        help="stop the command after SECONDS (exit 1, nothing half-written)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in [only] if only else command_modules():
+        module = importlib.import_module(f".commands.{name}", __package__)
+        p = module.add_parser(sub)
+        p.set_defaults(run=module.run)
+        if "--timeout" not in p._option_string_actions:
+            p.add_argument("--timeout", dest="global_timeout", type=_timeout_seconds, metavar="SECONDS",
+                           default=argparse.SUPPRESS, help="stop after SECONDS (exit 1, nothing half-written)")
+    return parser
+
+
+def normalise_argv(argv: list[str]) -> list[str]:
+    """``--domain -1:1`` → ``--domain=-1:1`` (and the same for the other ``VALUE_OPTIONS``)."""
+    out, i = [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return out + argv[i:]
+        if arg in VALUE_OPTIONS and i + 1 < len(argv) and argv[i + 1].startswith("-") \
+                and not argv[i + 1].startswith("--"):
+            out.append(f"{arg}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out
+
+
+def main(argv: list[str]) -> int:
+    from .errors import InputError
+    argv = normalise_argv(argv)
+    sys.set_int_max_str_digits(0)      # every reader bounds its digits itself; results may be longer
+    args = build_parser(_requested(argv)).parse_args(argv)
+    seconds = getattr(args, "global_timeout", None)
+    written = getattr(sys.modules.get(f"{__package__}.formats"), "WRITTEN", [])
+    written.clear()
+    try:
+        with _deadline(seconds):
+            code = args.run(args)
+            sys.stdout.flush()
+            return code
+    except Stopped:
+        done = sorted(set(getattr(sys.modules.get(f"{__package__}.formats"), "WRITTEN", [])))
+        what = f"wrote only {', '.join(done)} before it" if done else "nothing written"
+        print(f"exactform: stopped after {seconds:g} s (--timeout): {what}", file=sys.stderr)
+        return 1
+    except InputError as e:
+        print(f"exactform: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:            # the reader closed stdout (`| head`)
+        from .cli import closed_pipe
+        return closed_pipe()
+    except KeyboardInterrupt:
+        print("exactform: interrupted", file=sys.stderr)
+        return 130
+
+
+class _deadline:
+    """``SIGALRM`` after ``seconds`` raises ``Stopped``.  The alarm is seen only between Python
+    bytecodes, so a forked guard process ends this one ``GRACE`` seconds later if native code
+    (a solver, a long exact product holding the GIL) has not returned: it prints one line and
+    sends ``SIGKILL`` (exit status 137).  Atomic writes leave no half-written file either way."""
+
+    def __init__(self, seconds: float | None):
+        self.seconds = seconds
+        self.old = self.guard = None
+
+    def __enter__(self):
+        if self.seconds is None:
+            return self
+        if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+            from .errors import InputError
+            raise InputError("--timeout", "", "needs the main thread of a POSIX process")
+
+        def alarm(signum, frame):
+            raise Stopped()
+        self.old = signal.signal(signal.SIGALRM, alarm)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        parent = os.getpid()
+        sys.stderr.flush()
+        self.guard = os.fork()
+        if self.guard == 0:                                 # the guard: sleep, then end the parent
+            try:
+                time.sleep(self.seconds + GRACE)
+                if os.getppid() == parent:
+                    os.write(2, f"exactform: stopped after {self.seconds:g} s (--timeout; a native call did not "
+                                f"return within {GRACE:g} s more): no file was half-written\n".encode())
+                    os.kill(parent, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        return self
+
+    def __exit__(self, *exc):
+        if self.seconds is not None:
+            os.kill(self.guard, signal.SIGKILL)
+            os.waitpid(self.guard, 0)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.old)
+        return False

@@ -1,0 +1,609 @@
+"""Exact converters of ONNX operators, one function per operator (tested at opsets 10, 13, 16, 18).
+
+Each converter takes the ``Lowering``, the node, its arguments (``Tensor`` for values that depend
+on the network input, NumPy arrays for constants: ``Fraction`` objects for floats, ``int64`` for
+integers) and returns the output value. Operators on constants only are folded exactly. Affine
+operators compose exact maps; MaxPool, ReduceMax, Max/Min, Relu, LeakyRelu, PRelu and Clip are
+Maxout units (``max(x, αx)`` for a leak ``α ≤ 1``, ``−max(−x, −αx)`` for ``α > 1``, ``min = −max(−·)``,
+``clip(x) = lo + relu(x − lo) − relu(x − hi)``). BatchNormalization divides by ``√(var + ε)``,
+which is irrational unless ``var + ε`` is a rational square: it is then rounded to 64 significant
+bits and the lowering records a note.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from ..numbers import from_float
+from .affine import ONE, ZERO, Affine
+from .graph import (Lowering, NodeError, Tensor, broadcast_pieces, elementwise_scale, elementwise_sum, negate,
+                    output_spatial, windows)
+
+
+# --- values and attributes -----------------------------------------------------------------------
+def exact_array(array: np.ndarray, what: str) -> np.ndarray:
+    """Floats as an object array of exact ``Fraction``; integers and booleans as ``int64``."""
+    if array.dtype.kind == "f":
+        flat = array.astype(np.float64).ravel()
+        bad = np.flatnonzero(~np.isfinite(flat))
+        if bad.size:
+            raise NodeError(f"{what} entry [{int(bad[0])}] is {flat[bad[0]]} (only finite numbers are exact)")
+        out = np.empty(flat.size, dtype=object)
+        out[:] = [Fraction(x) for x in flat.tolist()]
+        return out.reshape(array.shape)
+    if array.dtype.kind in "iub":
+        return array.astype(np.int64)
+    raise NodeError(f"{what} has unsupported element type {array.dtype}")
+
+
+def attr(node, name: str, default=None):
+    """An attribute as exact Python values (floats → ``Fraction``, tensors → exact arrays)."""
+    import onnx
+    from onnx import numpy_helper
+    for a in node.attribute:
+        if a.name != name:
+            continue
+        value = onnx.helper.get_attribute_value(a)
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise NodeError(f"attribute {name} is {value} (only finite numbers are exact)")
+            return from_float(value)
+        if isinstance(value, bytes):
+            return value.decode()
+        if isinstance(value, onnx.TensorProto):
+            return exact_array(numpy_helper.to_array(value), f"attribute {name}")
+        if isinstance(value, list):
+            if any(isinstance(v, float) and not math.isfinite(v) for v in value):
+                raise NodeError(f"attribute {name} holds a non-finite number")
+            return [from_float(v) if isinstance(v, float) else v for v in value]
+        return value
+    return default
+
+
+def ints(value) -> list[int]:
+    return [int(v) for v in np.asarray(value).ravel().tolist()]
+
+
+def fractions(value) -> np.ndarray:
+    """A constant as an object array of ``Fraction``."""
+    arr = np.asarray(value)
+    if arr.dtype == object:
+        return arr
+    out = np.empty(arr.shape, dtype=object)
+    out.ravel()[:] = [Fraction(int(v)) for v in arr.ravel().tolist()]
+    return out
+
+
+def constant(value, what: str) -> np.ndarray:
+    if isinstance(value, Tensor):
+        raise NodeError(f"{what} must be a constant, but it depends on the network input")
+    return value
+
+
+def constant_free(x) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise NodeError("this operator is lowered on input-dependent values only, not on constants")
+    return x
+
+
+def axis_of(axis: int, rank: int) -> int:
+    if not -rank <= axis < rank:
+        raise NodeError(f"axis {axis} out of range for rank {rank}")
+    return axis % rank
+
+
+def optional(args, i):
+    return args[i] if len(args) > i and args[i] is not None else None
+
+
+# --- shape operators (Tensor or constant) --------------------------------------------------------
+def _layout(x, make):
+    """Apply an index rearrangement ``make(grid)`` to a tensor (by gathering) or a constant."""
+    if isinstance(x, Tensor):
+        return x.gather(make(x.grid()))
+    return make(x)
+
+
+def op_identity(low, node, args):
+    return args[0]
+
+
+def op_flatten(low, node, args):
+    x = args[0]
+    shape = x.shape
+    axis = attr(node, "axis", 1)
+    axis = axis % len(shape) if axis < 0 else axis
+    new = (math.prod(shape[:axis]), math.prod(shape[axis:]))
+    return x.reshaped(new) if isinstance(x, Tensor) else x.reshape(new)
+
+
+def op_reshape(low, node, args):
+    x, shape = args[0], ints(constant(args[1], "the shape"))
+    if not attr(node, "allowzero", 0):
+        shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    if shape.count(-1) > 1:
+        raise NodeError("more than one -1 in the shape")
+    if -1 in shape:
+        known = math.prod(d for d in shape if d != -1)
+        shape[shape.index(-1)] = math.prod(x.shape) // known if known else 0
+    if math.prod(shape) != math.prod(x.shape):
+        raise NodeError(f"cannot reshape {list(x.shape)} to {shape}")
+    return x.reshaped(shape) if isinstance(x, Tensor) else x.reshape(shape)
+
+
+def _axes(node, args, index=1):
+    """Axes from the input ``index`` (newer opsets) or the ``axes`` attribute (older ones)."""
+    given = optional(args, index)
+    return ints(constant(given, "axes")) if given is not None else attr(node, "axes", None)
+
+
+def op_squeeze(low, node, args):
+    x = args[0]
+    axes = _axes(node, args)
+    rank = len(x.shape)
+    axes = [axis_of(a, rank) for a in axes] if axes is not None else [i for i, d in enumerate(x.shape) if d == 1]
+    if any(x.shape[a] != 1 for a in axes):
+        raise NodeError(f"squeezes an axis of size other than 1 in {list(x.shape)}")
+    shape = [d for i, d in enumerate(x.shape) if i not in axes]
+    return x.reshaped(shape) if isinstance(x, Tensor) else x.reshape(shape)
+
+
+def op_unsqueeze(low, node, args):
+    x = args[0]
+    axes = _axes(node, args)
+    rank = len(x.shape) + len(axes)
+    shape = list(x.shape)
+    for a in sorted(axis_of(a, rank) for a in axes):
+        shape.insert(a, 1)
+    return x.reshaped(shape) if isinstance(x, Tensor) else x.reshape(shape)
+
+
+def op_transpose(low, node, args):
+    perm = attr(node, "perm", None)
+    return _layout(args[0], lambda g: g.transpose(perm) if perm is not None else g.T)
+
+
+def op_concat(low, node, args):
+    axis = attr(node, "axis")
+    if not any(isinstance(a, Tensor) for a in args):
+        return np.concatenate(args, axis=axis)
+    parts = [low.as_tensor(a) for a in args]
+    offsets = np.cumsum([0] + [p.size for p in parts])
+    grid = np.concatenate([p.grid() + o for p, o in zip(parts, offsets)], axis=axis_of(axis, len(parts[0].shape)))
+    rows = [r for p in parts for r in p.affine.rows]
+    bias = [b for p in parts for b in p.affine.bias]
+    whole = Tensor((len(rows),), Affine(rows, bias, low.tracer.width, low.tracer.frame))
+    return whole.gather(grid)
+
+
+def op_gather(low, node, args):
+    indices = np.asarray(constant(args[1], "the indices"))
+    axis = attr(node, "axis", 0)
+    data = args[0]
+    rank = len(data.shape)
+    indices = np.where(indices < 0, indices + data.shape[axis_of(axis, rank)], indices)
+    return _layout(data, lambda g: np.take(g, indices, axis=axis))
+
+
+def op_slice(low, node, args):
+    x = args[0]
+    if len(args) > 1:
+        starts, ends = ints(args[1]), ints(args[2])
+        axes = ints(args[3]) if optional(args, 3) is not None else list(range(len(starts)))
+        steps = ints(args[4]) if optional(args, 4) is not None else [1] * len(starts)
+    else:
+        starts, ends = attr(node, "starts"), attr(node, "ends")
+        axes, steps = attr(node, "axes", list(range(len(starts)))), [1] * len(starts)
+    index = [slice(None)] * len(x.shape)
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        index[axis_of(a, len(x.shape))] = slice(*slice(s, e, st).indices(x.shape[axis_of(a, len(x.shape))]))
+    return _layout(x, lambda g: g[tuple(index)])
+
+
+def op_shape(low, node, args):
+    shape = list(args[0].shape)
+    return np.array(shape[attr(node, "start", 0):attr(node, "end", None)], dtype=np.int64)
+
+
+_FLOAT_TYPES = {1, 10, 11, 16}     # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+
+
+def op_cast(low, node, args):
+    to = attr(node, "to")
+    x = args[0]
+    if isinstance(x, Tensor):
+        if to not in (1, 11):
+            raise NodeError("only casts of input-dependent values to float or double are exact")
+        return x
+    if to in _FLOAT_TYPES:
+        return fractions(x)
+    if x.dtype == object:
+        if any(v.denominator != 1 for v in x.ravel().tolist()):
+            raise NodeError("casting a non-integer constant to an integer type")
+        return np.array([int(v) for v in x.ravel().tolist()], dtype=np.int64).reshape(x.shape)
+    return x
+
+
+def op_constant(low, node, args):
+    value = attr(node, "value")
+    if value is None:
+        for name in ("value_float", "value_floats", "value_int", "value_ints"):
+            v = attr(node, name)
+            if v is not None:
+                return fractions(np.array(v, dtype=object)) if "float" in name else np.array(v, dtype=np.int64)
+        raise NodeError("a Constant without a supported value attribute")
+    return value
+
+
+def op_constant_of_shape(low, node, args):
+    value = attr(node, "value")
+    fill = value.ravel()[0] if value is not None else Fraction(0)
+    out = np.empty(ints(args[0]), dtype=object if isinstance(fill, Fraction) else np.int64)
+    out.fill(fill)
+    return out
+
+
+# --- elementwise arithmetic ------------------------------------------------------------------------
+def op_add(low, node, args, sign=ONE):
+    a, b = args
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        return a + b if sign == ONE else a - b
+    return elementwise_sum(low.as_tensor(a), low.as_tensor(b), sign)
+
+
+def op_sub(low, node, args):
+    return op_add(low, node, args, -ONE)
+
+
+def op_neg(low, node, args):
+    x = args[0]
+    return elementwise_scale(x, np.array(-ONE, dtype=object)) if isinstance(x, Tensor) else -x
+
+
+def op_mul(low, node, args):
+    a, b = args
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        raise NodeError("multiplies two input-dependent values (not affine)")
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        return a * b
+    x, c = (a, b) if isinstance(a, Tensor) else (b, a)
+    return elementwise_scale(x, fractions(c))
+
+
+def op_div(low, node, args):
+    a, b = args
+    if isinstance(b, Tensor):
+        raise NodeError("divides by an input-dependent value (not affine)")
+    if not isinstance(a, Tensor):
+        if a.dtype != object and b.dtype != object:      # integer division truncates toward zero
+            return (np.abs(a) // np.abs(b)) * np.sign(a) * np.sign(b)
+        return fractions(a) / fractions(b)
+    c = fractions(b)
+    if any(v == 0 for v in c.ravel().tolist()):
+        raise NodeError("division by zero")
+    return elementwise_scale(a, np.vectorize(lambda v: 1 / v, otypes=[object])(c))
+
+
+# --- products ----------------------------------------------------------------------------------------
+def matmul(low: Lowering, a, b) -> Tensor:
+    """``a @ b`` with one constant factor (NumPy semantics for ranks 1 and 2)."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        raise NodeError("multiplies two input-dependent values (not affine)")
+    if isinstance(a, Tensor):
+        w = fractions(b)
+        if w.ndim not in (1, 2) or w.shape[0] != a.shape[-1]:
+            raise NodeError(f"weight of shape {list(w.shape)} does not fit input {list(a.shape)}")
+        mat = w if w.ndim == 2 else w.reshape(-1, 1)
+        k, n = mat.shape
+        columns = [[(i, mat[i, j]) for i in range(k) if mat[i, j]] for j in range(n)]
+        lead = a.size // k
+        terms = [[(r * k + i, c) for i, c in col] for r in range(lead) for col in columns]
+        shape = a.shape[:-1] + ((n,) if w.ndim == 2 else ())
+        return a.linear(shape, terms)
+    w = fractions(a)
+    x = b
+    if w.ndim not in (1, 2) or len(x.shape) < 2 and w.ndim == 2 and w.shape[1] != x.shape[0]:
+        raise NodeError(f"constant of shape {list(w.shape)} does not fit input {list(x.shape)}")
+    if len(x.shape) == 1:
+        mat = w if w.ndim == 2 else w.reshape(1, -1)
+        terms = [[(i, mat[m, i]) for i in range(mat.shape[1]) if mat[m, i]] for m in range(mat.shape[0])]
+        return x.linear((mat.shape[0],) if w.ndim == 2 else (), terms)
+    kdim, n = x.shape[-2], x.shape[-1]
+    mat = w if w.ndim == 2 else w.reshape(1, -1)
+    if mat.shape[1] != kdim:
+        raise NodeError(f"constant of shape {list(w.shape)} does not fit input {list(x.shape)}")
+    batch = x.size // (kdim * n)
+    terms = [[(bt * kdim * n + i * n + j, mat[m, i]) for i in range(kdim) if mat[m, i]]
+             for bt in range(batch) for m in range(mat.shape[0]) for j in range(n)]
+    shape = x.shape[:-2] + ((mat.shape[0],) if w.ndim == 2 else ()) + (n,)
+    return x.linear(shape, terms)
+
+
+def op_matmul(low, node, args):
+    a, b = args
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        return fractions(a).dot(fractions(b))
+    return matmul(low, a, b)
+
+
+def op_gemm(low, node, args):
+    a, b = args[0], args[1]
+    if attr(node, "transA", 0):
+        a = _layout(a, lambda g: g.T)
+    if attr(node, "transB", 0):
+        b = _layout(b, lambda g: g.T)
+    y = matmul(low, a, b)
+    alpha, beta = attr(node, "alpha", ONE), attr(node, "beta", ONE)
+    if alpha != ONE:
+        y = elementwise_scale(y, np.array(alpha, dtype=object))
+    c = optional(args, 2)
+    if c is not None and beta != 0:
+        c = elementwise_scale(c, np.array(beta, dtype=object)) if isinstance(c, Tensor) else fractions(c) * beta
+        shape = y.shape
+        y = elementwise_sum(y, low.as_tensor(c), ONE)
+        if y.shape != shape:
+            raise NodeError(f"the bias does not broadcast to the product {list(shape)}")
+    return y
+
+
+# --- convolution and pooling -----------------------------------------------------------------------
+def _window_attrs(node, spatial, kernel):
+    d = len(spatial)
+    strides = attr(node, "strides", [1] * d)
+    dilations = attr(node, "dilations", [1] * d)
+    pads = attr(node, "pads", [0] * (2 * d))
+    auto = attr(node, "auto_pad", "NOTSET")
+    if auto == "VALID":
+        pads = [0] * (2 * d)
+    elif auto in ("SAME_UPPER", "SAME_LOWER"):
+        pads = [0] * (2 * d)
+        for i, (n, k, s, dil) in enumerate(zip(spatial, kernel, strides, dilations)):
+            total = max(0, (-(-n // s) - 1) * s + (k - 1) * dil + 1 - n)
+            small, large = total // 2, total - total // 2
+            pads[i], pads[d + i] = (small, large) if auto == "SAME_UPPER" else (large, small)
+    elif auto != "NOTSET":
+        raise NodeError(f"auto_pad {auto!r}")
+    return strides, pads, dilations
+
+
+def op_conv(low, node, args):
+    x = constant_free(args[0])
+    w = fractions(constant(args[1], "the kernel"))
+    bias = optional(args, 2)
+    n, channels, *spatial = x.shape
+    m, per_group, *kernel = w.shape
+    group = attr(node, "group", 1)
+    if per_group * group != channels or m % group:
+        raise NodeError(f"kernel {list(w.shape)} with {group} group(s) does not fit input {list(x.shape)}")
+    strides, pads, dilations = _window_attrs(node, spatial, kernel)
+    out = output_spatial(spatial, kernel, strides, pads, dilations, False)
+    taps = [inside for _, inside, _ in windows(spatial, kernel, strides, pads, dilations, False)]
+    grid = x.grid()
+    b = [Fraction(0)] * m if bias is None else list(fractions(constant(bias, "the bias")).ravel())
+    terms, out_bias = [], []
+    for batch in range(n):
+        for oc in range(m):
+            first = (oc // (m // group)) * per_group
+            for inside in taps:
+                terms.append([(int(grid[(batch, first + c) + ipos]), w[(oc, c) + kpos])
+                              for c in range(per_group) for ipos, kpos in inside if w[(oc, c) + kpos]])
+                out_bias.append(b[oc])
+    return x.linear((n, m, *out), terms, out_bias)
+
+
+def _pool_windows(node, x: Tensor, global_pool: bool):
+    n, channels, *spatial = x.shape
+    if global_pool:
+        kernel, strides, pads, dilations, ceil = spatial, [1] * len(spatial), [0] * (2 * len(spatial)), \
+            [1] * len(spatial), False
+    else:
+        kernel = attr(node, "kernel_shape")
+        strides, pads, dilations = _window_attrs(node, spatial, kernel)
+        ceil = bool(attr(node, "ceil_mode", 0))
+    out = output_spatial(spatial, kernel, strides, pads, dilations, ceil)
+    return (n, channels, *out), list(windows(spatial, kernel, strides, pads, dilations, ceil))
+
+
+def op_maxpool(low, node, args, global_pool=False):
+    x = constant_free(args[0])
+    if len(node.output) > 1 and node.output[1]:
+        raise NodeError("the Indices output is not a function of the values")
+    shape, wins = _pool_windows(node, x, global_pool)
+    grid = x.grid()
+    units = []
+    for batch in range(shape[0]):
+        for c in range(shape[1]):
+            for _, inside, _ in wins:
+                if not inside:
+                    raise NodeError("a pooling window lies entirely in the padding")
+                units.append([(x.affine.rows[k], x.affine.bias[k])
+                              for k in (int(grid[(batch, c) + ipos]) for ipos, _ in inside)])
+    return low.maxout(shape, units)
+
+
+def op_global_maxpool(low, node, args):
+    return op_maxpool(low, node, args, global_pool=True)
+
+
+def op_avgpool(low, node, args, global_pool=False):
+    x = constant_free(args[0])
+    shape, wins = _pool_windows(node, x, global_pool)
+    include_pad = not global_pool and attr(node, "count_include_pad", 0)
+    grid = x.grid()
+    terms = []
+    for batch in range(shape[0]):
+        for c in range(shape[1]):
+            for _, inside, padded in wins:
+                share = Fraction(1, padded if include_pad else len(inside))
+                terms.append([(int(grid[(batch, c) + ipos]), share) for ipos, _ in inside])
+    return x.linear(shape, terms)
+
+
+def op_global_avgpool(low, node, args):
+    return op_avgpool(low, node, args, global_pool=True)
+
+
+def op_batchnorm(low, node, args):
+    x = constant_free(args[0])
+    if attr(node, "training_mode", 0) or any(node.output[1:]):
+        raise NodeError("training mode (running statistics as outputs)")
+    scale, shift, mean, var = (list(fractions(constant(a, "a statistic")).ravel()) for a in args[1:5])
+    eps = attr(node, "epsilon", from_float(float(np.float32(1e-5))))
+    factor = []
+    for c, (s, v) in enumerate(zip(scale, var)):
+        root, exact = square_root(v + eps)
+        if not exact:
+            low.notes.append(f"BatchNormalization {node.name or node.output[0]!r}: 1/sqrt(var+eps) rounded "
+                             "to 64 significant bits (irrational)")
+        factor.append(s / root)
+    channels = [1] * len(x.shape)
+    channels[1] = len(factor)
+    f = np.array(factor, dtype=object).reshape(channels)
+    t = np.array([b - mu * fc for b, mu, fc in zip(shift, mean, factor)], dtype=object).reshape(channels)
+    return elementwise_sum(elementwise_scale(x, f), low.as_tensor(t), ONE)
+
+
+def square_root(q: Fraction, bits: int = 64) -> tuple[Fraction, bool]:
+    """``√q`` exactly when ``q`` is the square of a rational, else rounded down to ``bits``
+    significant bits; returns ``(root, exact)``."""
+    if q <= 0:
+        raise NodeError(f"variance + epsilon = {q} is not positive")
+    p, d = q.numerator, q.denominator
+    rp, rd = math.isqrt(p), math.isqrt(d)
+    if rp * rp == p and rd * rd == d:
+        return Fraction(rp, rd), True
+    shift = max(0, bits - (p.bit_length() - d.bit_length()) // 2 + 2)
+    return Fraction(math.isqrt((p << (2 * shift)) // d), 1 << shift), False
+
+
+# --- reductions ----------------------------------------------------------------------------------------
+def _reduction_groups(node, args, x: Tensor):
+    rank = len(x.shape)
+    axes = _axes(node, args)
+    if not axes:
+        if attr(node, "noop_with_empty_axes", 0):
+            return None, None
+        axes = list(range(rank))
+    axes = sorted(axis_of(a, rank) for a in axes)
+    kept = [i for i in range(rank) if i not in axes]
+    keepdims = attr(node, "keepdims", 1)
+    shape = [1 if i in axes else d for i, d in enumerate(x.shape)] if keepdims else [x.shape[i] for i in kept]
+    groups = x.grid().transpose(kept + axes).reshape(math.prod(x.shape[i] for i in kept), -1)
+    return shape, groups.tolist()
+
+
+def op_reduce_max(low, node, args, sign=ONE):
+    x = constant_free(args[0])
+    shape, groups = _reduction_groups(node, args, x)
+    if shape is None:
+        return x
+    units = [[(x.affine.rows[k], x.affine.bias[k]) for k in g] for g in groups]
+    if sign != ONE:
+        units = [negate(u) for u in units]
+    return low.maxout(shape, units, None if sign == ONE else [sign] * len(units))
+
+
+def op_reduce_min(low, node, args):
+    return op_reduce_max(low, node, args, -ONE)
+
+
+def op_reduce_mean(low, node, args, mean=True):
+    x = constant_free(args[0])
+    shape, groups = _reduction_groups(node, args, x)
+    if shape is None:
+        return x
+    return x.linear(shape, [[(k, Fraction(1, len(g)) if mean else ONE) for k in g] for g in groups])
+
+
+def op_reduce_sum(low, node, args):
+    return op_reduce_mean(low, node, args, mean=False)
+
+
+# --- Maxout units ----------------------------------------------------------------------------------------
+def op_relu(low, node, args):
+    x = args[0]
+    if not isinstance(x, Tensor):
+        return np.maximum(fractions(x), ZERO)
+    return low.maxout(x.shape, [[(r, b), ({}, ZERO)] for r, b in zip(x.affine.rows, x.affine.bias)])
+
+
+def _leaky(low, x: Tensor, slopes: list[Fraction]) -> Tensor:
+    """``x`` where ``x ≥ 0``, ``α·x`` elsewhere: ``max(x, αx)`` for ``α ≤ 1``, else ``−max(−x, −αx)``."""
+    units, signs = [], []
+    for r, b, a in zip(x.affine.rows, x.affine.bias, slopes):
+        pieces = [(r, b), ({j: a * w for j, w in r.items()}, a * b)]
+        units.append(pieces if a <= 1 else negate(pieces))
+        signs.append(ONE if a <= 1 else -ONE)
+    return low.maxout(x.shape, units, signs)
+
+
+def op_leaky_relu(low, node, args):
+    x = constant_free(args[0])
+    return _leaky(low, x, [attr(node, "alpha", from_float(float(np.float32(0.01))))] * x.size)
+
+
+def op_prelu(low, node, args):
+    x = constant_free(args[0])
+    slope = fractions(constant(args[1], "the slope"))
+    return _leaky(low, x, list(np.broadcast_to(slope, x.shape).ravel()))
+
+
+def op_clip(low, node, args):
+    x = args[0]
+    if len(args) > 1:
+        lo, hi = optional(args, 1), optional(args, 2)
+        lo = None if lo is None else fractions(constant(lo, "min")).ravel()[0]
+        hi = None if hi is None else fractions(constant(hi, "max")).ravel()[0]
+    else:
+        lo, hi = attr(node, "min", None), attr(node, "max", None)
+    if not isinstance(x, Tensor):
+        return np.minimum(np.maximum(x, lo), hi)
+    rows, bias = x.affine.rows, x.affine.bias
+    if lo is None and hi is None:
+        return x
+    if hi is None:
+        return low.maxout(x.shape, [[(r, b), ({}, lo)] for r, b in zip(rows, bias)])
+    if lo is None:
+        return low.maxout(x.shape, [negate([(r, b), ({}, hi)]) for r, b in zip(rows, bias)], [-ONE] * x.size)
+    if lo > hi:                                  # the ONNX rule: every entry becomes max
+        return low.as_tensor(np.full(x.shape, hi, dtype=object))
+    # clip(x) = lo + relu(x − lo) − relu(x − hi): two ReLU units per entry in one layer
+    units = [[(r, b - c), ({}, ZERO)] for c in (lo, hi) for r, b in zip(rows, bias)]
+    both = low.maxout((2, x.size), units)
+    n = x.size
+    return both.linear(x.shape, [[(i, ONE), (n + i, -ONE)] for i in range(n)], [lo] * n)
+
+
+def op_max(low, node, args, sign=ONE):
+    if not any(isinstance(a, Tensor) for a in args):
+        fold = np.maximum if sign == ONE else np.minimum
+        out = args[0]
+        for a in args[1:]:
+            out = fold(out, a)
+        return out
+    shape, units = broadcast_pieces([low.as_tensor(a) for a in args])
+    if sign != ONE:
+        units = [negate(u) for u in units]
+    return low.maxout(shape, units, None if sign == ONE else [sign] * len(units))
+
+
+def op_min(low, node, args):
+    return op_max(low, node, args, -ONE)
+
+
+OPERATORS = {
+    "Identity": op_identity, "Dropout": op_identity, "Flatten": op_flatten, "Reshape": op_reshape,
+    "Squeeze": op_squeeze, "Unsqueeze": op_unsqueeze, "Transpose": op_transpose, "Concat": op_concat,
+    "Gather": op_gather, "Slice": op_slice, "Shape": op_shape, "Cast": op_cast, "Constant": op_constant,
+    "ConstantOfShape": op_constant_of_shape,
+    "Add": op_add, "Sub": op_sub, "Neg": op_neg, "Mul": op_mul, "Div": op_div,
+    "MatMul": op_matmul, "Gemm": op_gemm, "Conv": op_conv,
+    "AveragePool": op_avgpool, "GlobalAveragePool": op_global_avgpool, "BatchNormalization": op_batchnorm,
+    "ReduceMean": op_reduce_mean, "ReduceSum": op_reduce_sum,
+    "Relu": op_relu, "LeakyRelu": op_leaky_relu, "PRelu": op_prelu, "Clip": op_clip, "Max": op_max,
+    "Min": op_min, "MaxPool": op_maxpool, "GlobalMaxPool": op_global_maxpool, "ReduceMax": op_reduce_max,
+    "ReduceMin": op_reduce_min,
+}
+"""Supported operators of the default ONNX domain."""

@@ -1,0 +1,233 @@
+"""Real architectures through ONNX: torch models exported by the TorchScript exporter at opsets
+13–18, imported exactly, compared with onnxruntime; hand-built graphs for the attribute forms
+torch never writes (Gemm transA/alpha/beta, Clip as attributes, ReduceMax axes attribute)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnxruntime")
+from torch import nn  # noqa: E402
+
+from exactform.formats import InputError  # noqa: E402
+from exactform.importers import import_network  # noqa: E402
+from exactform.importers.onnx import onnxruntime_reference  # noqa: E402
+from exactform.importers.verify import self_check  # noqa: E402
+
+UNIT = [(Fraction(-1), Fraction(1))]
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def export(model, shape, path, opset):
+    model.eval()
+    torch.onnx.export(model, (torch.randn(*shape),), str(path), dynamo=False, opset_version=opset,
+                      input_names=["x"], output_names=["y"])
+    return str(path)
+
+
+def agrees(path, domain=UNIT, count=24):
+    net = import_network(path, domain)
+    check = self_check(net, onnxruntime_reference(path), "onnxruntime", count=count)
+    assert check.worst < 1e-4, check.line()
+    return net
+
+
+class Residual(nn.Module):
+    """x + relu(fc(x)), then a Concat of a ReLU branch and an affine branch, PReLU, max/min."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.a, self.b = nn.Linear(6, 6), nn.Linear(6, 4), nn.Linear(6, 3)
+        self.prelu = nn.PReLU(7, init=0.2)
+        with torch.no_grad():
+            self.prelu.weight[::2] = 1.5            # slopes above 1: −max(−x, −αx)
+        self.out = nn.Linear(7, 2)
+
+    def forward(self, x):
+        x = x + torch.relu(self.fc(x))
+        y = torch.cat([torch.relu(self.a(x)), self.b(x) - 0.5], dim=1)
+        y = self.prelu(y * 2.0) / 4.0
+        z = torch.maximum(y, -y) - torch.minimum(y, 0.25 * y)
+        return self.out(z + y) + x.amax(dim=1, keepdim=True)
+
+
+class Shapes(nn.Module):
+    """permute/transpose, view, unsqueeze/squeeze, mean, clamp with one bound, Hardtanh, ReLU6."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 5)
+
+    def forward(self, x):                      # x: 1×3×4
+        y = self.fc(x.permute(0, 2, 1).transpose(1, 2))          # 1×3×5
+        y = torch.clamp(y, min=-0.2).unsqueeze(0).squeeze(0)
+        y = nn.functional.hardtanh(y, -0.5, 0.7) + nn.functional.relu6(y * 8)
+        return torch.clamp(y.view(1, -1), max=0.3) + y.mean(dim=2).sum(dim=1, keepdim=True)
+
+
+MODELS = {
+    "cnn2d": (lambda: nn.Sequential(nn.Conv2d(1, 4, 3, stride=2, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                    nn.Flatten(), nn.Linear(16, 3)), (1, 1, 8, 8)),
+    "conv1d_groups": (lambda: nn.Sequential(nn.Conv1d(2, 4, 3, padding=2, dilation=2, groups=2), nn.LeakyReLU(0.1),
+                                            nn.AvgPool1d(2), nn.Conv1d(4, 2, 2, stride=2, bias=False), nn.Flatten(),
+                                            nn.Linear(8, 2)), (1, 2, 16)),
+    "pools": (lambda: nn.Sequential(nn.Conv2d(2, 3, 2, padding=(1, 0)), nn.LeakyReLU(2.0),
+                                    nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True),
+                                    nn.AvgPool2d(2, padding=1, count_include_pad=False), nn.ReLU(),
+                                    nn.AvgPool2d(2, padding=1, count_include_pad=True),
+                                    nn.AdaptiveAvgPool2d(1), nn.Flatten()), (1, 2, 9, 7)),
+    "batchnorm": (lambda: nn.Sequential(nn.Linear(5, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Conv1d(1, 2, 3),
+                                        nn.BatchNorm1d(2), nn.Flatten(), nn.Linear(8, 2)), (1, 5)),
+    "residual": (Residual, (1, 6)),
+    "shapes": (Shapes, (1, 3, 4)),
+}
+
+
+def _randomise_batchnorm(model):
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm1d):
+            with torch.no_grad():
+                m.running_mean.uniform_(-1, 1)
+                m.running_var.uniform_(0.5, 2)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-1, 1)
+
+
+class _View(nn.Module):
+    def forward(self, x):
+        return x.view(x.size(0), 1, -1)
+
+
+@pytest.mark.parametrize("opset", [13, 16, 18])
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_torchscript_export_imports_exactly(tmp_path, name, opset):
+    torch.manual_seed(1)
+    make, shape = MODELS[name]
+    model = make()
+    if name == "batchnorm":                    # BatchNorm1d after Linear, and on a 1-D conv map
+        model = nn.Sequential(model[0], model[1], model[2], _View(), *model[3:])
+        _randomise_batchnorm(model)
+    path = export(model, shape, tmp_path / f"{name}.onnx", opset)
+    agrees(path)
+
+
+def test_residual_carries_the_skip_branch_through_pass_through_units(tmp_path):
+    torch.manual_seed(0)
+    net = agrees(export(Residual(), (1, 6), tmp_path / "r.onnx", 17))
+    assert 1 in net.layers[0].ranks and 2 in net.layers[0].ranks   # carried entries are rank-1 units
+
+
+def test_maxpool_is_one_maxout_unit_per_window(tmp_path):
+    model = nn.Sequential(nn.MaxPool2d(2), nn.Flatten())
+    net = agrees(export(model, (1, 1, 4, 4), tmp_path / "p.onnx", 13))
+    assert net.widths == [16, 4] and net.layers[0].ranks == [4] * 4
+    x = [Fraction(k, 16) for k in range(16)]
+    assert net(x) == [x[5], x[7], x[13], x[15]]             # row-major: x.flatten() order
+
+
+def _graph(path, nodes, inits, in_shape, out_shape, opset):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+                              [numpy_helper.from_array(np.asarray(v, dtype=np.float32), n) for n, v in inits.items()])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), str(path))
+    return str(path)
+
+
+def test_gemm_all_attributes(tmp_path):
+    from onnx import helper
+    rng = np.random.default_rng(0)
+    inits = {"B": rng.standard_normal((4, 3)), "C": rng.standard_normal(4), "A": rng.standard_normal((4, 2))}
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0]),          # 3×1
+             helper.make_node("Gemm", ["xt", "B", "C"], ["g"], transA=1, transB=1, alpha=0.75, beta=-2.0),  # 1×4
+             helper.make_node("Relu", ["g"], ["h"]),
+             helper.make_node("Gemm", ["A", "h"], ["y"], transA=1, transB=1, alpha=0.5)]    # 2×1 from constant A
+    path = _graph(tmp_path / "gemm.onnx", nodes, inits, [1, 3], [2, 1], 13)
+    net = agrees(path)
+    x = [Fraction(1, 2), Fraction(-1, 4), Fraction(1, 8)]
+    B, C, A = (np.vectorize(lambda v: Fraction(float(v)), otypes=[object])(np.asarray(inits[k], np.float32))
+               for k in ("B", "C", "A"))
+    g = [Fraction(3, 4) * sum(B[j][i] * x[i] for i in range(3)) - 2 * C[j] for j in range(4)]
+    h = [max(v, Fraction(0)) for v in g]
+    assert net(x) == [Fraction(1, 2) * sum(A[j][k] * h[j] for j in range(4)) for k in range(2)]
+
+
+def test_clip_attribute_form_and_reduce_max_attribute_axes(tmp_path):
+    from onnx import helper
+    nodes = [helper.make_node("Clip", ["x"], ["c"], min=-0.25, max=0.5),
+             helper.make_node("ReduceMax", ["c"], ["y"], axes=[1], keepdims=0)]
+    path = _graph(tmp_path / "clip.onnx", nodes, {}, [1, 3, 2], [1, 2], 10)
+    net = agrees(path)
+    x = [Fraction(v, 8) for v in (-8, 1, 7, -3, 2, 5)]
+    clip = [min(max(v, Fraction(-1, 4)), Fraction(1, 2)) for v in x]
+    assert net(x) == [max(clip[0::2]), max(clip[1::2])]
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf"])
+def test_non_finite_weight_or_attribute_is_refused(tmp_path, bad):
+    from onnx import helper
+    value = float(bad)
+    nodes = [helper.make_node("Gemm", ["x", "W"], ["y"], alpha=1.0)]
+    path = _graph(tmp_path / "w.onnx", nodes, {"W": [[1.0, value], [0.0, 1.0]]}, [1, 2], [1, 2], 13)
+    with pytest.raises(InputError, match="initializer 'W'.*entry \\[1\\]"):
+        import_network(path, UNIT)
+    nodes = [helper.make_node("Gemm", ["x", "W"], ["y"], alpha=value)]
+    path = _graph(tmp_path / "a.onnx", nodes, {"W": [[1.0, 0.0], [0.0, 1.0]]}, [1, 2], [1, 2], 13)
+    with pytest.raises(InputError, match="alpha"):
+        import_network(path, UNIT)
+
+
+def test_denormal_chain_beyond_the_digit_limit_is_refused(tmp_path):
+    from onnx import helper
+    tiny = np.float32(1.4e-45)                      # the smallest float32 denormal, 2^-149
+    nodes = [helper.make_node("Mul", [f"x{k}" if k else "x", "t"], [f"x{k + 1}" if k < 99 else "y"])
+             for k in range(100)]
+    path = _graph(tmp_path / "d.onnx", nodes, {"t": [tiny]}, [1, 2], [1, 2], 13)
+    with pytest.raises(InputError, match="4000 digits"):
+        import_network(path, UNIT)
+
+
+def test_unsupported_operator_names_node_operator_and_set(tmp_path):
+    from onnx import helper
+    path = _graph(tmp_path / "s.onnx", [helper.make_node("Sigmoid", ["x"], ["y"], name="act")], {}, [1, 2], [1, 2], 13)
+    r = subprocess.run([sys.executable, "-m", "exactform.cli", "import", path, "--domain", "-1:1", "-o",
+                        str(tmp_path / "o.json")], capture_output=True, text=True)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "'act'" in r.stderr and "'Sigmoid'" in r.stderr and "MaxPool" in r.stderr
+
+
+def test_product_of_two_inputs_is_refused(tmp_path):
+    from onnx import helper
+    path = _graph(tmp_path / "m.onnx", [helper.make_node("Mul", ["x", "x"], ["y"])], {}, [1, 2], [1, 2], 13)
+    with pytest.raises(InputError, match="not affine"):
+        import_network(path, UNIT)
+
+
+def test_clip_with_min_above_max_is_max_everywhere(tmp_path):
+    from onnx import helper
+    inits = {"lo": np.array(0.5), "hi": np.array(-0.25)}
+    nodes = [helper.make_node("Clip", ["x", "lo", "hi"], ["c"]), helper.make_node("Add", ["c", "x"], ["y"])]
+    net = agrees(_graph(tmp_path / "clip.onnx", nodes, inits, [1, 2], [1, 2], 13))
+    assert net([Fraction(1, 3), Fraction(-1)]) == [Fraction(1, 3) - Fraction(1, 4), Fraction(-5, 4)]
+
+
+@pytest.mark.parametrize("node,message", [
+    (("Transpose", ["x"], ["y"], {"perm": [0, 2]}), "node 0: Transpose: cannot lower"),
+    (("Reshape", ["x", "s"], ["y"], {}), "node 0: Reshape: cannot reshape"),
+    (("Conv", ["x", "k"], ["y"], {}), "node 0: Conv: kernel"),
+])
+def test_malformed_nodes_are_one_line(tmp_path, node, message):
+    from onnx import helper
+    op, ins, outs, attrs = node
+    inits = {"s": np.array([3], np.int64), "k": np.ones((1, 3, 1), np.float32)}
+    path = _graph(tmp_path / "m.onnx", [helper.make_node(op, ins, outs, **attrs)],
+                  {k: v for k, v in inits.items() if k in ins}, [1, 2], [1, 2], 13)
+    r = subprocess.run([sys.executable, "-m", "exactform.cli", "import", path, "--domain", "-1:1", "-o",
+                        str(tmp_path / "o.json")], capture_output=True, text=True)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.stderr

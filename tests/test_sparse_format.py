@@ -1,0 +1,94 @@
+"""The sparse vector encoding of the Maxout and Transformer formats: written exactly when
+``length ≥ 8`` and ``2·nonzeros < length``, read with field-path errors; dense files still read; models round-trip."""
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+
+from exactform.construct.maxout_to_transformer import compile_maxout
+from exactform.formats import InputError, canonical_json, encode_row, parse_json
+from exactform.models import Box, MaxoutLayer, MaxoutNet, Transformer, load_model
+
+F = Fraction
+
+
+def _net() -> MaxoutNet:
+    z = F(0)
+    layer = MaxoutLayer([[[F(1), z, z, z], [z] * 4], [[z, F(-3, 7), z, F(2)], [z, z, F(1, 2), z]]],
+                        [[z, z], [F(1), z]])
+    return MaxoutNet(Box((F(0),) * 4, (F(1),) * 4), [layer], [[F(1), F(-1)]], [F(5)])
+
+
+def test_encode_row_rule():
+    assert encode_row([F(0), F(3), F(0)]) == ["0", "3", "0"]                       # shorter than 8: dense
+    assert encode_row([F(0)] * 7 + [F(3)]) == {"length": 8, "index": [7], "value": ["3"]}
+    assert encode_row([F(0), F(3), F(0), F(-1, 2)] * 2) == ["0", "3", "0", "-1/2"] * 2  # 2·4 = 8, not < 8
+    assert encode_row([F(0)] * 8) == {"length": 8, "index": [], "value": []}
+    assert encode_row([]) == []
+
+
+def test_maxout_round_trip_and_dense_files_still_read(tmp_path):
+    net = _net()
+    doc = net.to_json()
+    assert doc["layers"][0]["weight"][0][0] == ["1", "0", "0", "0"]               # 4 entries: dense
+    assert doc["layers"][0]["weight"][1][0] == ["0", "-3/7", "0", "2"]
+    doc["layers"][0]["weight"][0][0] = {"length": 4, "index": [0], "value": ["1"]}  # sparse is read too
+    doc["domain"]["lower"] = {"length": 4, "index": [], "value": []}
+    assert MaxoutNet.from_json(parse_json(canonical_json(doc))).digest() == net.digest()
+    doc = net.to_json()
+    back = MaxoutNet.from_json(parse_json(canonical_json(doc)))
+    assert canonical_json(back.to_json()) == canonical_json(doc) and back.digest() == net.digest()
+    x = [F(1, 3), F(1, 5), F(1, 2), F(1, 7)]
+    assert back(x) == net(x)
+
+    def dense(v):
+        if isinstance(v, dict) and set(v) == {"length", "index", "value"}:
+            out = ["0"] * v["length"]
+            for i, q in zip(v["index"], v["value"]):
+                out[i] = q
+            return out
+        if isinstance(v, dict):
+            return {k: dense(w) for k, w in v.items()}
+        return [dense(w) for w in v] if isinstance(v, list) else v
+    (tmp_path / "dense.json").write_text(json.dumps(dense(doc)))
+    assert load_model(tmp_path / "dense.json").digest() == net.digest()
+
+
+def test_transformer_round_trip_with_sparse_rows():
+    tf = compile_maxout(_net())
+    doc = tf.to_json()
+    assert '"index"' in canonical_json(doc)
+    back = Transformer.from_json(parse_json(canonical_json(doc)))
+    assert canonical_json(back.to_json()) == canonical_json(doc)
+    x = [F(1, 3), F(1, 5), F(1, 2), F(1, 7)]
+    assert back(x) == tf(x)
+
+
+@pytest.mark.parametrize("row,message", [
+    ({"length": 4, "index": [2, 1], "value": ["1", "2"]}, r"weight\[0\]\[0\]\.index\[1\]: expected an index"),
+    ({"length": 4, "index": [4], "value": ["1"]}, r"\.index\[0\]: expected an index"),
+    ({"length": 4, "index": [-1], "value": ["1"]}, r"\.index\[0\]: expected an integer >= 0"),
+    ({"length": 4, "index": [True], "value": ["1"]}, r"\.index\[0\]: expected an integer"),
+    ({"length": 4, "index": [1], "value": ["0"]}, r"\.value\[0\]: a listed entry must be non-zero"),
+    ({"length": 4, "index": [1], "value": ["2/4"]}, r"\.value\[0\]: .*canonical"),
+    ({"length": 4, "index": [1], "value": [0.5]}, r"\.value\[0\]"),
+    ({"length": 4, "index": [1, 2], "value": ["1"]}, r"\.value: expected 2 entries"),
+    ({"length": 3, "index": [1], "value": ["1"]}, r"\.length: expected 4"),
+    ({"length": 4, "index": [1], "value": ["1"], "extra": 1}, r"weight\[0\]\[0\]: unknown field 'extra'"),
+    ({"length": 4, "index": [1]}, r"missing field 'value'"),
+])
+def test_sparse_reader_errors_name_the_field(row, message):
+    doc = _net().to_json()
+    doc["layers"][0]["weight"][0][0] = row
+    with pytest.raises(InputError, match=message):
+        MaxoutNet.from_json(parse_json(canonical_json(doc), "net.json"))
+
+
+def test_sparse_length_is_bounded_before_allocation():
+    doc = _net().to_json()
+    doc["input_dim"] = 10 ** 7
+    doc["domain"] = {"lower": {"length": 10 ** 7, "index": [], "value": []}, "upper": ["1"]}
+    with pytest.raises(InputError, match="domain.lower.length: .*size limit"):
+        MaxoutNet.from_json(parse_json(canonical_json(doc), "net.json"))
