@@ -1,6 +1,8 @@
 """Float32 throughput of the compiled Transformer vs its source network (same batch, CPU, one
-thread so runs on a shared machine are comparable), exact evaluation per point, and
-import/compile times — ACAS Xu and random ReLU nets of widths 50, 100, 200. One table, one run.
+thread so runs on a shared machine are comparable; goal tf/src ≥ 1/8), exact evaluation per
+point, and import/compile times — ACAS Xu and random ReLU nets of widths 50, 100, 200. One table,
+one run.  Then the rigorous float32 error bound (``eval --margins``) against the exactly measured
+error on ACAS Xu points (goal: bound / exact ≤ 1000).
 
     .venv/bin/python benchmarks/torch_bench.py [--points 100000] [--threads 1]
 """
@@ -73,6 +75,24 @@ def main() -> None:
         print(f"{name:<12} {T:>2} {t_import:>8.2f} {t_compile:>9.2f} {rates[0]:>10.0f} {rates[1]:>9.0f} "
               f"{rates[1] / rates[0]:>7.3f} {1 / (T + 2):>7.3f} {1000 * t_exact_src / len(pts):>15.1f} "
               f"{1000 * t_exact_tf / len(pts):>14.1f}")
+    margins(args.exact_points * 4)
+
+
+def margins(n: int) -> None:
+    """Worst and median ratio of the rigorous bound to the exact error over n ACAS Xu points."""
+    from exactform.backends.torch import rigorous_error
+    from exactform.construct.maxout_to_transformer import compile_maxout
+    from exactform.importers import import_network
+    net = import_network(ACAS, [(Fraction(-1), Fraction(1))])
+    tf = compile_maxout(net)
+    rng = random.Random(1)
+    pts = [[Fraction(rng.randint(-2 ** 20, 2 ** 20), 2 ** 20) for _ in range(5)] for _ in range(n)]
+    (out, bound, undecided), t = timed(lambda: rigorous_error(tf, pts))
+    exact = net.evaluate_batch(pts)
+    ratios = sorted(b / float(max(abs(Fraction(f) - e) for f, e in zip(row, ref)))
+                    for row, ref, b in zip(out.double().tolist(), exact, bound.amax(dim=1).tolist()))
+    print(f"rigorous float32 bound / exact error on {n} ACAS Xu points: median {ratios[n // 2]:.4f}, "
+          f"worst {ratios[-1]:.4f} (goal ≤ 1000, never < 1); undecided rows {int(undecided.sum())}; {t:.2f} s")
 
 
 if __name__ == "__main__":

@@ -13,14 +13,15 @@ WRITTEN: list[str] = []
 """Files ``write_text`` has completed in this process (the CLI reports them if ``--timeout`` stops it)."""
 
 
-def write_text(path: str | os.PathLike, text: str) -> None:
-    """Write to a temporary file in the same folder, then rename it over ``path`` (atomic).
-    Only a regular file is ever replaced (``output_file``)."""
+def write_text(path: str | os.PathLike, text) -> None:
+    """Write ``text`` (a string, or an iterable of strings written as they come) to a temporary
+    file in the same folder, then rename it over ``path`` (atomic).  Only a regular file is ever
+    replaced (``output_file``)."""
     target = output_file(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            f.writelines([text] if isinstance(text, str) else text)
         os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes 0600; give the mode a plain open() would
         os.replace(tmp, target)
     except BaseException:

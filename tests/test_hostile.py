@@ -437,7 +437,7 @@ def test_guard_catches_a_string_evaluator():
 
 def test_timeout_stops_with_one_line_and_nothing_written(work):
     import nets
-    net = nets.random_net(random.Random(3), [3, 10, 10], 3)
+    net = nets.random_net(random.Random(3), [6, 10, 10], 3)      # ~10 s of regions in 6-D
     with tempfile.TemporaryDirectory(dir=work) as d:
         f = Path(d) / "big.json"
         f.write_text(json.dumps(net.to_json()))

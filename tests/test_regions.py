@@ -65,10 +65,11 @@ def test_relus_that_cancel_are_one_region():
     assert count_regions(net, "polytope").regions == 1
 
 
-def test_three_dimensional_count_by_exact_lp():
+def test_three_dimensional_count_by_both_exact_methods():
     box = Box((-ONE,) * 3, (ONE,) * 3)
     net = expression_net("Abs(x) + Abs(y) + Abs(z)", box).net
-    assert count_regions(net).to_json() == {"regions": 8, "activation_regions": 8, "method": "exact-lp"}
+    assert count_regions(net).to_json() == {"regions": 8, "activation_regions": 8, "method": "exact-double-description"}
+    assert count_regions(net, "polytope").to_json() == {"regions": 8, "activation_regions": 8, "method": "exact-lp"}
 
 
 @pytest.mark.parametrize("expr", ["Abs(x) + Abs(y)", "Max(x, 2*y) - Abs(x - y)/3", "Min(Abs(x), y + 1/2)"])
@@ -156,3 +157,184 @@ def test_counts_on_worker_processes_match_serial():
         for name in ("relu-1d", "relu-2d", "region-rich"):
             net = SPLIT_NETS[name]
             assert count_regions(net, parts=3, executor=executor).to_json() == count_regions(net).to_json()
+
+
+# --- n-D: cells with their vertices (double description) -------------------------------------------
+
+def brute_vertices(cell):
+    """Every point where d linearly independent constraints vanish and all hold (exact)."""
+    from itertools import combinations
+
+    import flint
+
+    from exactform.geometry.cells import evaluate
+    d = len(cell.vertices[0])
+    found = set()
+    for rows in combinations(cell.constraints, d):
+        A = flint.fmpq_mat([list(g[:-1]) for g in rows])
+        if A.rank() < d:
+            continue
+        x = A.solve(flint.fmpq_mat([[-g[-1]] for g in rows]))
+        point = tuple(x[k, 0] for k in range(d))
+        if all(evaluate(g, point) >= 0 for g in cell.constraints):
+            found.add(point)
+    return found
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cuts_keep_exactly_the_vertices_and_their_incidences(seed):
+    # random cuts, half of them through an existing vertex (degenerate): the vertex list stays
+    # exactly the polytope's vertices (brute force), without repeats, with exact incidences
+    from exactform.geometry.cells import Vertices, box_cell, evaluate
+    rng = np.random.default_rng(seed)
+    d = 3 + seed % 2
+    cell = box_cell(Box((-ONE,) * d, (ONE,) * d), "vertices")
+    for step in range(6):
+        a = [F(int(v), 4) for v in rng.integers(-4, 5, d)]
+        if not any(a):
+            continue
+        if step % 2:
+            v = cell.vertices[int(rng.integers(len(cell.vertices)))]
+            c = -sum(x * y for x, y in zip(a, (F(int(t.p), int(t.q)) for t in v)))
+        else:
+            c = F(int(rng.integers(-4, 5)), 8)
+        from exactform.geometry.cells import rational
+        g = tuple(rational(x) for x in a) + (rational(c),)
+        parts = [p for p in cell.cut(g) if p is not None]
+        assert parts
+        cell = parts[int(rng.integers(len(parts)))]
+        assert isinstance(cell, Vertices)
+        assert len(set(cell.vertices)) == len(cell.vertices)
+        assert set(cell.vertices) == brute_vertices(cell)
+        for v, t in zip(cell.vertices, cell.tight):
+            assert t == sum(1 << i for i, h in enumerate(cell.constraints) if evaluate(h, v) == 0)
+
+
+def dyadic_relu_net(widths, seed, zeros=0.3):
+    """A deep ReLU net with small dyadic weights, a share of them zero (coinciding and parallel
+    hyperplanes, neurons dead on whole cells, equal output maps on neighbouring cells)."""
+    rng = np.random.default_rng(seed)
+    layers = []
+    for n_in, n_out in zip(widths, widths[1:-1]):
+        W = rng.integers(-4, 5, (n_out, n_in)) * (rng.random((n_out, n_in)) > zeros)
+        b = rng.integers(-2, 3, n_out)
+        layers.append(MaxoutLayer([[[F(int(w), 4) for w in row], [ZERO] * n_in] for row in W],
+                                  [[F(int(c), 4), ZERO] for c in b]))
+    readout = [[F(int(w)) for w in rng.integers(-2, 3, widths[-2])]]
+    return MaxoutNet(Box((-ONE,) * widths[0], (ONE,) * widths[0]), layers, readout, [ZERO])
+
+
+@pytest.mark.parametrize("widths,seed", [([3, 5, 4, 1], 0), ([3, 6, 3, 1], 1), ([4, 4, 3, 1], 2), ([3, 4, 4, 1], 3)])
+def test_vertices_and_exact_lp_give_the_same_counts(widths, seed):
+    net = dyadic_relu_net(widths, seed)
+    a, b = count_regions(net), count_regions(net, "polytope")
+    assert (a.regions, a.activation_regions) == (b.regions, b.activation_regions)
+    assert a.regions < a.activation_regions or seed != 0       # merges do occur (seed 0)
+
+
+def test_vertices_counts_do_not_depend_on_the_split():
+    net = dyadic_relu_net([3, 5, 4, 1], 0)
+    assert count_regions(net, parts=2).to_json() == count_regions(net).to_json()
+
+
+def test_faces_meet_agrees_with_the_exact_lp():
+    # every pair of cells with opposite constraints: the fast test equals the LP on that hyperplane
+    from exactform.geometry.regions import _faces_meet, _meet_on, cells_in_box
+    net = dyadic_relu_net([3, 5, 4, 1], 4)
+    pieces = cells_in_box(net, net.domain)
+    outcomes = []
+    for n, P in enumerate(pieces[:25]):
+        for Q in pieces[n + 1:]:
+            for i, h in enumerate(P.cell.constraints):
+                neg = tuple(-v for v in h)
+                if neg in Q.cell.constraints:
+                    j = Q.cell.constraints.index(neg)
+                    others = [g for k, g in enumerate(P.cell.constraints) if k != i] + \
+                             [g for k, g in enumerate(Q.cell.constraints) if k != j]
+                    outcomes.append(_meet_on(h, others))
+                    assert _faces_meet(P.cell, i, Q.cell, j) == outcomes[-1]
+    assert outcomes.count(True) > 10 and outcomes.count(False) > 10
+
+
+def test_transformer_in_three_dimensions_has_the_regions_of_its_source():
+    box = Box((-ONE,) * 3, (ONE,) * 3)
+    net = expression_net("Abs(x) + Max(y, 2*z - 1/3) - Abs(x - y)", box).net
+    tf = compile_maxout(net)
+    assert count_regions(tf).regions == count_regions(net).regions == 8
+    assert count_regions(tf).to_json()["activation_regions"] == count_regions(tf, "polytope").activation_regions
+
+
+# --- regions --cells -------------------------------------------------------------------------------
+
+def read_cells(tmp_path, net, *flags):
+    import json
+
+    from exactform.cli import main
+    from exactform.formats import write_json
+    write_json(tmp_path / "net.json", net.to_json())
+    assert main(["regions", str(tmp_path / "net.json"), "--cells", str(tmp_path / "cells.jsonl"), *flags]) == 0
+    header, *cells = [json.loads(line) for line in (tmp_path / "cells.jsonl").read_text().splitlines()]
+    return header, cells
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_cells_file_holds_every_cell_exactly(tmp_path, workers):
+    net = dyadic_relu_net([3, 5, 4, 1], 0)
+    header, cells = read_cells(tmp_path, net, "--workers", workers)
+    result = count_regions(net)
+    assert header["cells"] == len(cells) == result.activation_regions and header["regions"] == result.regions
+    planes = []
+    for n, c in enumerate(cells):
+        assert c["cell"] == n
+        hs = [[F(v) for v in h] for h in c["halfspaces"]]
+        vs = [[F(v) for v in x] for x in c["vertices"]]
+        # every vertex satisfies every halfspace, and each halfspace is tight on ≥ 3 vertices (a facet)
+        for h in hs:
+            values = [sum(a * x for a, x in zip(h, v)) + h[-1] for v in vs]
+            assert min(values) >= 0 and values.count(0) >= 3
+        # the output map is the net's, exactly, at the centroid of the cell
+        centre = [sum(col) / len(vs) for col in zip(*vs)]
+        (out,) = [[F(v) for v in m] for m in c["output"]]
+        assert sum(a * x for a, x in zip(out, centre)) + out[-1] == net(centre)[0]
+        planes.append({tuple(h) for h in hs})
+    for n, c in enumerate(cells):
+        for m in c["neighbours"]:
+            assert n in cells[m]["neighbours"]
+            assert any(tuple(-v for v in h) in planes[m] for h in planes[n])     # opposite sides of a facet
+
+
+def test_cells_neighbours_agree_with_the_exact_lp(tmp_path):
+    from exactform.geometry.regions import _share_facet, cells_in_box
+    from exactform.geometry.cells import Polytope
+    net = dyadic_relu_net([3, 4, 3, 1], 5)
+    _, cells = read_cells(tmp_path, net)
+    pieces = cells_in_box(net, net.domain)
+    lp = [Polytope(tuple(p.cell.constraints)) for p in pieces]
+    for n in range(len(pieces)):
+        assert cells[n]["neighbours"] == [m for m in range(len(pieces)) if m != n and _share_facet(lp[n], lp[m])]
+
+
+def test_cells_file_in_2d_lists_the_quadrants(tmp_path):
+    header, cells = read_cells(tmp_path, expression_net("Abs(x) + Abs(y)", SQUARE).net)
+    assert header["method"] == "exact-2d-polygons" and len(cells) == 4
+    assert all(len(c["neighbours"]) == 2 and len(c["halfspaces"]) == 4 for c in cells)
+
+
+def test_cells_file_in_a_missing_folder_is_refused_before_any_work(tmp_path, capsys):
+    from exactform.cli import main
+    from exactform.formats import write_json
+    write_json(tmp_path / "net.json", tent(3).to_json())
+    assert main(["regions", str(tmp_path / "net.json"), "--cells", str(tmp_path / "no" / "cells.jsonl")]) == 2
+    assert "--cells" in capsys.readouterr().err
+
+
+def test_cells_distributed_to_workers_are_the_serial_cells(monkeypatch):
+    from exactform.executor import LocalProcesses
+    from exactform.geometry import regions
+    monkeypatch.setattr(regions, "DISTRIBUTE_AT", 1)          # distribute after the first stage
+    net = dyadic_relu_net([3, 5, 4, 1], 0)
+    serial = regions.cells_in_box(net, net.domain)
+    with LocalProcesses(2) as executor:
+        spread = regions.cells_in_box(net, net.domain, executor=executor)
+        assert count_regions(net, executor=executor).to_json() == count_regions(net).to_json()
+    assert [(p.pattern, p.output, p.cell) for p in spread] == [(p.pattern, p.output, p.cell) for p in serial]

@@ -125,3 +125,56 @@ def test_eval_cli_compare_and_margins(tmp_path, capsys):
     assert all(b >= 0 for b in report["error_bound"]) and F(max(report["error_bound"])) >= worst
     assert report["undecided_rows"][0] == 0 and report["undecided_rows"][2] > 0   # x = 0: the pieces tie
     assert main(["eval", str(tmp_path / "p.json"), "--points", str(tmp_path / "p.json")]) == 2
+
+
+def exact_errors(model, pts, outputs):
+    exact = model.evaluate_batch(pts)
+    return [max(abs(F(f) - e) for f, e in zip(row, ref)) for row, ref in zip(outputs.double().tolist(), exact)]
+
+
+def test_margin_bound_follows_the_exact_error_on_acasxu():
+    # within 1000× of the exactly measured error (the goal), never below it
+    from exactform.backends.torch import rigorous_error
+    torch.set_num_threads(1)
+    net, tf = acas()
+    pts = points(30, 5, seed=11)
+    out, bound, undecided = rigorous_error(tf, pts)
+    errors = exact_errors(net, pts, out)
+    for err, b in zip(errors, bound.amax(dim=1).tolist()):
+        assert err <= F(b) <= 1000 * err
+    assert undecided.sum() == 0
+
+
+def test_margin_bound_on_adversarial_inputs():
+    # large magnitudes (weights and inputs near 2^20) and near ties (pieces 2^-40 apart, exact
+    # ties): the bound is never below the exact error, and rows are undecided only where the two
+    # exact scores are within the bound of each other
+    from exactform.backends.torch import rigorous_error
+    big = F(2 ** 20)
+    box = Box((-big, -big), (big, big))
+    layer = MaxoutLayer([[[F(3, 7), F(-1)], [F(3, 7) + F(1, 2 ** 40), F(-1)]], [[F(1), F(1)], [F(0), F(0)]]],
+                        [[F(1, 3), F(1, 3)], [F(0), F(0)]])
+    net = MaxoutNet(box, [layer], [[big, F(-1, 3)]], [F(1, 5)])
+    tf = compile_maxout(net)
+    rng = random.Random(4)
+    pts = [[F(rng.randint(-2 ** 40, 2 ** 40), 2 ** 20), F(rng.randint(-2 ** 40, 2 ** 40), 2 ** 20)] for _ in range(20)]
+    pts += [[F(0), F(0)], [F(1, 3), -F(1, 3)], [F(7, 3) * 2 ** 18, F(1, 2 ** 30)]]
+    out, bound, undecided = rigorous_error(tf, pts)
+    errors = exact_errors(net, pts, out)
+    assert any(e > 0 for e in errors)
+    for err, b in zip(errors, bound.amax(dim=1).tolist()):
+        assert err <= F(b)
+    # unit 2 is ReLU(x + y): its two scores x + y and 0 are within the bound exactly near x = −y
+    assert undecided[21] > 0
+
+
+def test_margin_bound_is_of_the_outputs_given():
+    # the bound is measured against a float64 reference, so a wrong output raises it
+    from exactform.backends.torch import rigorous_error
+    net, tf = acas()
+    pts = points(5, 5, seed=2)
+    out, bound, _ = rigorous_error(tf, pts)
+    shifted = out.clone()
+    shifted[:, 0] += 1e-3
+    _, wrong, _ = rigorous_error(tf, pts, outputs=shifted)
+    assert (wrong[:, 0] >= 0.9e-3).all() and (wrong[:, 1:] == bound[:, 1:]).all()

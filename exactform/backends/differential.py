@@ -36,17 +36,14 @@ class MarginReport:
     undecided: list[int]        # per point: hardmax rows whose decision rounding could have changed
 
 
-def margin_check(tf, points: list[list[Fraction]], dtype=None) -> MarginReport:
-    """For a hardmax Transformer and exact points: for every attention row, is the gap between the
-    top float score and every other score larger than their rigorous rounding-error bounds (the
-    model of ``backends.rounding``)? Input rounding is included exactly."""
+def margin_check(tf, points: list[list[Fraction]], dtype=None, outputs=None) -> MarginReport:
+    """For a hardmax Transformer and exact points: a rigorous bound on how far the float
+    computation is from the exact one, and the attention rows whose hardmax decision rounding
+    could have changed (``backends.torch.rigorous_error``; the model of ``backends.rounding``).
+    Input rounding is included exactly; ``outputs``: the float outputs to bound (default: a run
+    of its own)."""
     import torch
 
-    from .rounding import representation_error
-    from .torch import exact_points_tensor, to_module
-    dtype = dtype or torch.float32
-    x = exact_points_tensor(points, dtype)
-    x_error = torch.tensor([[representation_error(v, f) for v, f in zip(p, row)]
-                            for p, row in zip(points, x.double().tolist())], dtype=torch.float64)
-    _, bound, undecided = to_module(tf, dtype).bound(x, x_error)
+    from .torch import rigorous_error
+    _, bound, undecided = rigorous_error(tf, points, dtype or torch.float32, outputs)
     return MarginReport(bound.amax(dim=1).tolist(), undecided.tolist())

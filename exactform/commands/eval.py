@@ -111,7 +111,7 @@ def _run_torch(args, model) -> int:
         if not isinstance(model, Transformer) or not model.is_hardmax:
             raise InputError(args.model, "attention", "--margins takes a hardmax Transformer")
         from ..backends.differential import margin_check
-        margins = margin_check(model, points, dtype)
+        margins = margin_check(model, points, dtype, outputs.cpu())
         report["error_bound"], report["undecided_rows"] = margins.bound, margins.undecided
     if args.json:
         print(json.dumps(report))

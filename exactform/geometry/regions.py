@@ -4,7 +4,7 @@ Transformers on their box domains.
 Method.  A model is a sequence of *stages*; on a cell where the stage's input is affine in x, the
 stage is decided by argmax choices among affine functions (a Maxout unit's pieces, a ReLU's
 ``[v, 0]``, a hardmax head's scores).  ``cells_in_box`` splits the box exactly by those choices,
-stage by stage (``prove.cells``), so every final cell carries the exact affine map of the output.
+stage by stage (``geometry.cells``), so every final cell carries the exact affine map of the output.
 
 - An *activation region* is a set of points with the same choices at every unit (ties between
   pieces that are identical on the cell are one choice); each is convex, so it is one cell.
@@ -27,10 +27,13 @@ from itertools import product
 
 from ..models import Box, MaxoutNet, Transformer
 from ..models.transformer import Attention, FeedForward
-from .cells import ONE, ZERO, Interval, Polygon, Polytope, argmax_split, box_cell, rational
+from .cells import (ONE, ZERO, Interval, Polygon, Polytope, Vertices, argmax_split, box_cell, centroid,
+                    dot, evaluate, exact_key, integer_form, rational, to_point)
+
 from .lp import maximize
 
-METHODS = {"interval": "exact-1d-breakpoints", "polygon": "exact-2d-polygons", "polytope": "exact-lp"}
+METHODS = {"interval": "exact-1d-breakpoints", "polygon": "exact-2d-polygons", "polytope": "exact-lp",
+           "vertices": "exact-double-description"}
 
 
 class RegionLimit(RuntimeError):
@@ -207,7 +210,7 @@ class Piece:
 
 
 def default_method(dim: int) -> str:
-    return {1: "interval", 2: "polygon"}.get(dim, "polytope")
+    return {1: "interval", 2: "polygon"}.get(dim, "vertices")
 
 
 def refine(cell, decisions) -> list[tuple[object, tuple]]:
@@ -219,31 +222,61 @@ def refine(cell, decisions) -> list[tuple[object, tuple]]:
 
 
 def cells_in_box(model, box: Box, method: str | None = None, max_cells: int | None = None,
-                 progress=None) -> list[Piece]:
-    """All activation cells of ``model`` inside ``box`` (a pure, deterministic function)."""
+                 progress=None, executor=None) -> list[Piece]:
+    """All activation cells of ``model`` inside ``box`` (a pure, deterministic function).
+
+    With an ``executor`` of several workers, once a stage has left ``DISTRIBUTE_AT`` cells per
+    worker, the cells are refined through the remaining stages in contiguous chunks, one task
+    each: every cell's refinement is independent of the others, and the chunks' cells, joined in
+    order, are the serial list itself."""
     method = method or default_method(box.dim)
     program = program_of(model)
     items = [(box_cell(box, method), (), program.initial())]
     stages = program.stages()
-    for k, stage in enumerate(stages):
+    for k in range(len(stages)):
+        workers = executor.workers if executor is not None else 1
+        if workers > 1 and len(items) >= DISTRIBUTE_AT * workers:
+            size = -(-len(items) // (4 * workers))
+            chunks = [items[a:a + size] for a in range(0, len(items), size)]
+            found = executor.map(partial(refine_items, model, k, max_cells), chunks)
+            items = [item for f in found for item in f]
+            if progress:
+                progress(len(stages), len(stages), len(items))
+            break
+        items = refine_items(model, k, max_cells, items, stages[k:k + 1], program)
+        if progress:
+            progress(k + 1, len(stages), len(items))
+    if max_cells is not None and len(items) > max_cells:
+        raise RegionLimit(f"more than {max_cells} activation cells; raise --max-regions to count them all")
+    return [Piece(c, p, program.output(s)) for c, p, s in items]
+
+
+DISTRIBUTE_AT = 256         # cells per worker before distributing (on 2 cores, fewer ran slower)
+
+
+def refine_items(model, first: int, max_cells: int | None, items: list, stages=None, program=None) -> list:
+    """``items`` (cell, pattern, state) refined through ``stages`` (default: all from ``first`` on)."""
+    program = program or program_of(model)
+    stages = stages if stages is not None else program.stages()[first:]
+    for k, stage in enumerate(stages, first):
         new = []
         for cell, pattern, state in items:
             decisions, update = stage(state)
             for part, choice in refine(cell, decisions):
                 new.append((part, pattern + choice, update(choice)))
             if max_cells is not None and len(new) > max_cells:
-                raise RegionLimit(f"more than {max_cells} activation cells after stage {k + 1} of "
-                                  f"{len(stages)}; raise --max-regions to count them all")
+                raise RegionLimit(f"more than {max_cells} activation cells after stage {k + 1}; "
+                                  f"raise --max-regions to count them all")
         items = new
-        if progress:
-            progress(k + 1, len(stages), len(items))
-    return [Piece(c, p, program.output(s)) for c, p, s in items]
+    return items
 
 
 # --- merging ---------------------------------------------------------------------------------------
 
-def adjacent_pairs(pieces: list[Piece], wanted) -> set[tuple[int, int]]:
-    """Pairs of cells sharing a facet, restricted to pairs for which ``wanted(i, j)`` holds."""
+def adjacent_pairs(pieces: list[Piece], wanted, groups=None) -> set[tuple[int, int]]:
+    """Pairs of cells sharing a facet, restricted to pairs for which ``wanted(i, j)`` holds;
+    ``groups(n)``, when given, lists keys of cell n such that i and j are wanted only when they
+    share a key (it narrows the candidates)."""
     if not pieces:
         return set()
     cell = pieces[0].cell
@@ -253,7 +286,93 @@ def adjacent_pairs(pieces: list[Piece], wanted) -> set[tuple[int, int]]:
                 if pieces[i].cell.hi == pieces[j].cell.lo and wanted(i, j)}
     if isinstance(cell, Polygon):
         return {p for p in _polygon_pairs(pieces) if wanted(*p)}
-    return {p for p in _polytope_candidates(pieces, wanted) if _share_facet(pieces[p[0]].cell, pieces[p[1]].cell)}
+    if isinstance(cell, Vertices):
+        return _vertices_pairs(pieces, wanted, groups)
+    return {p for p in _polytope_candidates(pieces, wanted, groups) if _share_facet(pieces[p[0]].cell, pieces[p[1]].cell)}
+
+
+def _vertices_pairs(pieces, wanted, groups=None) -> set[tuple[int, int]]:
+    """Cells on opposite sides of one hyperplane (one ``g ≥ 0``, the other ``−g ≥ 0``) whose faces
+    on it meet in a (d − 1)-dimensional set (``_faces_meet``).  ``groups(n)``: keys of cell n such
+    that ``wanted(n, m)`` only when n and m share a key (None: one group)."""
+    sides: dict[tuple, tuple[list, list]] = {}
+    planes: dict[int, tuple] = {}            # id of a constraint (shared by a cell's descendants)
+    for n, piece in enumerate(pieces):
+        keys = groups(n) if groups else (None,)
+        for i, g in enumerate(piece.cell.constraints):
+            if id(g) not in planes:
+                lead = next(a for a in g[:-1] if a) > 0  # g is normalized: its lead is ±1
+                planes[id(g)] = exact_key(g if lead else [-v for v in g]), lead
+            plane, lead = planes[id(g)]
+            for key in keys:
+                sides.setdefault((plane, key), ([], []))[not lead].append((n, i))
+    pairs, forms = set(), {}
+    for plus, minus in sides.values():
+        if not plus or not minus:
+            continue
+        events = sorted(_face_extent(pieces, n, i, s) for s, side in enumerate((plus, minus)) for n, i in side)
+        active: list[list] = [[], []]
+        for lo, hi, s, n, i, box in events:
+            if lo == hi:
+                continue                                 # lower-dimensional: not a facet
+            other = active[1 - s] = [a for a in active[1 - s] if a[0] > lo]
+            for _, m, j, box2 in other:
+                if wanted(n, m) and _boxes_meet(box, box2) and (
+                        _faces_meet(pieces[n].cell, i, pieces[m].cell, j, forms) if s == 0
+                        else _faces_meet(pieces[m].cell, j, pieces[n].cell, i, forms)):
+                    pairs.add((min(n, m), max(n, m)))
+            active[s].append((hi, n, i, box))
+    return pairs
+
+
+def _form(g, forms: dict | None) -> tuple:
+    """``integer_form(g)``, remembered by the identity of ``g`` (shared by a cell's descendants)."""
+    if forms is None:
+        return integer_form(g)
+    if id(g) not in forms:
+        forms[id(g)] = g, integer_form(g)       # g kept alive: its id stays its own
+    return forms[id(g)][1]
+
+
+def _boxes_meet(a, b) -> bool:
+    """The bounding boxes of two faces on one hyperplane overlap openly along every coordinate
+    that varies on them (necessary for the faces to share a (d − 1)-dimensional set)."""
+    return all(lo < hi2 and lo2 < hi for (lo, hi), (lo2, hi2) in zip(a, b) if lo < hi or lo2 < hi2)
+
+
+def _face_extent(pieces, n: int, i: int, s: int) -> tuple:
+    """``(lo, hi, s, n, i, box)``: the extent of cell n's face on its constraint i along a
+    coordinate that varies on that hyperplane (``lo == hi`` when the face is not a facet), and
+    the face's bounding box."""
+    cell = pieces[n].cell
+    g = cell.constraints[i]
+    on = [to_point(p) for p, t in zip(cell.points, cell.tight) if t >> i & 1]
+    if len(on) < len(g) - 1:
+        return ZERO, ZERO, s, n, i, ()
+    box = [(min(c), max(c)) for c in zip(*on)]
+    return (*box[1 if not any(g[1:-1]) else 0], s, n, i, box)
+
+
+def _faces_meet(P: Vertices, i: int, Q: Vertices, j: int, forms: dict | None = None) -> bool:
+    """The faces of P on its constraint i and of Q on its constraint j (the same hyperplane H,
+    opposite sides) share a (d − 1)-dimensional set.  Disjoint when a constraint of one cell is
+    ≤ 0 on the other's face (it is > 0 on the relative interior of its own face, as it is not
+    H); shared when a point of H (centroids of the faces, their midpoint) satisfies every other
+    constraint of both strictly; else the exact LP decides."""
+    F = [v for v, t in zip(P.points, P.tight) if t >> i & 1]
+    G = [v for v, t in zip(Q.points, Q.tight) if t >> j & 1]
+    if min(len(F), len(G)) < len(P.points[0]) - 1:
+        return False                                     # a face with fewer than d vertices
+    others = [g for k, g in enumerate(P.constraints) if k != i], [g for k, g in enumerate(Q.constraints) if k != j]
+    for cons, face in ((others[0], G), (others[1], F)):
+        if any(max(dot(_form(g, forms), p) for p in face) <= 0 for g in cons):
+            return False
+    F, G = [to_point(p) for p in F], [to_point(p) for p in G]
+    cf, cg = centroid(F), centroid(G)
+    for x in (cf, cg, tuple((a + b) / 2 for a, b in zip(cf, cg))):
+        if all(evaluate(g, x) > 0 for g in others[0] + others[1]):
+            return True
+    return _meet_on(P.constraints[i], others[0] + others[1])
 
 
 def _line_key(a, b, c) -> tuple[int, int, int]:
@@ -288,12 +407,12 @@ def _polygon_pairs(pieces) -> set[tuple[int, int]]:
     return pairs
 
 
-def _polytope_candidates(pieces, wanted):
-    groups: dict = {}
-    for n, p in enumerate(pieces):
-        groups.setdefault(p.output, []).append(n)
-        groups.setdefault(("pattern", p.pattern), []).append(n)
-    return {(i, j) for members in groups.values() for a, i in enumerate(members) for j in members[a + 1:]
+def _polytope_candidates(pieces, wanted, groups=None):
+    members: dict = {}
+    for n in range(len(pieces)):
+        for key in (groups(n) if groups else (None,)):
+            members.setdefault(key, []).append(n)
+    return {(i, j) for group in members.values() for a, i in enumerate(group) for j in group[a + 1:]
             if wanted(i, j)}
 
 
@@ -302,21 +421,23 @@ def _share_facet(P: Polytope, Q: Polytope) -> bool:
     other constraints of both hold with a positive margin at some point of h (exact LP)."""
     neg = {tuple(-v for v in g) for g in Q.constraints}
     for h in P.constraints:
-        if h not in neg:
-            continue
-        same = {h, tuple(-v for v in h)}
-        d = len(h) - 1
-        A, b = [], []
-        for g in P.constraints + Q.constraints:
-            if g not in same:
-                A.append([-a for a in g[:-1]] + [ONE])
-                b.append(g[-1])
-        A += [list(h[:-1]) + [ZERO], [-a for a in h[:-1]] + [ZERO], [ZERO] * d + [ONE]]
-        b += [-h[-1], h[-1], ONE]
-        best = maximize([ZERO] * d + [ONE], A, b)
-        if best is not None and best > 0:
-            return True
+        if h in neg:
+            same = {h, tuple(-v for v in h)}
+            if _meet_on(h, [g for g in P.constraints + Q.constraints if g not in same]):
+                return True
     return False
+
+
+def _meet_on(h, constraints) -> bool:
+    """Some point of the hyperplane ``h = 0`` satisfies every one of ``constraints`` with a
+    positive margin (exact LP)."""
+    d = len(h) - 1
+    A = [[-a for a in g[:-1]] + [ONE] for g in constraints]
+    b = [g[-1] for g in constraints]
+    A += [list(h[:-1]) + [ZERO], [-a for a in h[:-1]] + [ZERO], [ZERO] * d + [ONE]]
+    b += [-h[-1], h[-1], ONE]
+    best = maximize([ZERO] * d + [ONE], A, b)
+    return best is not None and best > 0
 
 
 def component_labels(n: int, pairs) -> list[int]:
@@ -344,6 +465,11 @@ def related(p: Piece, q: Piece) -> bool:
     return p.output == q.output or p.pattern == q.pattern
 
 
+def relation_keys(p: Piece) -> tuple:
+    """Keys shared by two pieces exactly when they are ``related``."""
+    return ("map", exact_key(p.output)), ("pattern", p.pattern)
+
+
 def by_relation(pieces, pairs) -> tuple[list, list]:
     """``pairs`` split into those with equal output maps and those with equal activation patterns."""
     return ([(i, j) for i, j in pairs if pieces[i].output == pieces[j].output],
@@ -352,7 +478,7 @@ def by_relation(pieces, pairs) -> tuple[list, list]:
 
 def on_boundary(cell, box: Box) -> bool:
     """Necessary for ``cell`` (inside ``box``) to share a facet with a cell outside ``box``: it
-    reaches a face of ``box`` along an edge (2-D) or at all (1-D, and d-D by exact LP)."""
+    reaches a face of ``box`` along an edge (2-D) or at all (1-D; d-D by its vertices or exact LP)."""
     lo, hi = [rational(v) for v in box.lower], [rational(v) for v in box.upper]
     if isinstance(cell, Interval):
         return cell.lo == lo[0] or cell.hi == hi[0]
@@ -360,6 +486,9 @@ def on_boundary(cell, box: Box) -> bool:
         vs = cell.vertices
         return any(u[k] == v[k] and v[k] in (lo[k], hi[k])
                    for u, v in zip(vs, vs[1:] + vs[:1]) for k in (0, 1))
+    if isinstance(cell, Vertices):       # its first 2d constraints are the faces of box (box_cell)
+        faces = (1 << 2 * box.dim) - 1
+        return any(t & faces for t in cell.tight)
     extremes = [cell._extremes(g) for g in coordinate_maps(box.dim)]
     return any(a == lo[k] or b == hi[k] for k, (a, b) in enumerate(extremes))
 
@@ -379,10 +508,10 @@ class BoxCells:
 
 
 def merged_cells_in_box(model, box: Box, method: str | None = None, max_cells: int | None = None,
-                        progress=None) -> BoxCells:
+                        progress=None, executor=None) -> BoxCells:
     """``cells_in_box`` with the merge inside ``box`` done too (a pure, deterministic function)."""
-    pieces = cells_in_box(model, box, method, max_cells, progress)
-    pairs = adjacent_pairs(pieces, lambda i, j: related(pieces[i], pieces[j]))
+    pieces = cells_in_box(model, box, method, max_cells, progress, executor)
+    pairs = adjacent_pairs(pieces, lambda i, j: related(pieces[i], pieces[j]), lambda n: relation_keys(pieces[n]))
     same_map, same_pattern = by_relation(pieces, pairs)
     maps, patterns = component_labels(len(pieces), same_map), component_labels(len(pieces), same_pattern)
     boundary = [n for n, p in enumerate(pieces) if on_boundary(p.cell, box)]
@@ -401,7 +530,8 @@ def merge_boxes(found: list[BoxCells]) -> tuple[int, int]:
             map_node.append(map_base + f.maps[n])
             pattern_node.append(pattern_base + f.patterns[n])
         map_base, pattern_base = map_base + f.regions, pattern_base + f.activation_regions
-    pairs = adjacent_pairs(cells, lambda i, j: box_of[i] != box_of[j] and related(cells[i], cells[j]))
+    pairs = adjacent_pairs(cells, lambda i, j: box_of[i] != box_of[j] and related(cells[i], cells[j]),
+                           lambda n: relation_keys(cells[n]))
     same_map, same_pattern = by_relation(cells, pairs)
     return (components(map_base, [(map_node[i], map_node[j]) for i, j in same_map]),
             components(pattern_base, [(pattern_node[i], pattern_node[j]) for i, j in same_pattern]))
@@ -428,9 +558,10 @@ def split_box(box: Box, parts: int) -> list[Box]:
 
 
 def parts_for(workers: int, dim: int) -> int:
-    """Slices per coordinate giving at least 4 sub-boxes per worker (1 when serial)."""
+    """Slices per coordinate giving at least 4 sub-boxes per worker in 1-D and 2-D (1 when
+    serial); in more dimensions the cells themselves are distributed (``cells_in_box``)."""
     parts = 1
-    while workers > 1 and parts ** dim < 4 * workers:
+    while workers > 1 and dim <= 2 and parts ** dim < 4 * workers:
         parts += 1
     return parts
 
@@ -438,15 +569,16 @@ def parts_for(workers: int, dim: int) -> int:
 def count_regions(model, method: str | None = None, max_regions: int | None = None, parts: int = 1,
                   progress=None, executor=None) -> RegionCount:
     """Exact counts on ``model.domain``; ``parts > 1`` enumerates parts^d sub-boxes independently,
-    one task each on ``executor`` (``exactform.executor``) when given; ``max_regions`` bounds the
-    cells of each sub-box and, after merging, the regions."""
+    one task each on ``executor`` (``exactform.executor``) when given, and ``parts == 1`` hands
+    the executor the cells (``cells_in_box``); ``max_regions`` bounds the cells of each sub-box
+    and, after merging, the regions."""
     method = method or default_method(model.input_dim)
     if method not in METHODS or (method == "interval" and model.input_dim != 1) \
             or (method == "polygon" and model.input_dim != 2):
         raise ValueError(f"method {method!r} does not apply to input dimension {model.input_dim}")
     subs = split_box(model.domain, parts)
-    if executor is None:
-        found = [merged_cells_in_box(model, sub, method, max_regions, progress) for sub in subs]
+    if executor is None or parts == 1:
+        found = [merged_cells_in_box(model, sub, method, max_regions, progress, executor) for sub in subs]
     else:
         found = [None] * len(subs)
         task = partial(merged_cells_in_box, model, method=method, max_cells=max_regions)
@@ -459,3 +591,26 @@ def count_regions(model, method: str | None = None, max_regions: int | None = No
     if max_regions is not None and activation > max_regions:
         raise RegionLimit(f"{activation} activation regions exceed {max_regions}; raise --max-regions to count them all")
     return RegionCount(regions, activation, METHODS[method], pieces)
+
+
+def cell_records(result: RegionCount):
+    """One JSON-ready record per cell of ``result`` (one piece per cell: ``parts == 1``), in
+    order: its halfspaces ``a·x + c ≥ 0`` as ``[a_1..a_d, c]``, its vertices when the cell kind
+    keeps them, its activation pattern, the affine output map on it, and the cells sharing a
+    facet with it (exact, ``adjacent_pairs``).  Records are made as they are written."""
+    from ..numbers import format_rational
+    pieces = result.pieces
+    neighbours: list[list[int]] = [[] for _ in pieces]
+    for i, j in sorted(adjacent_pairs(pieces, lambda i, j: True)):
+        neighbours[i].append(j)
+        neighbours[j].append(i)
+
+    def encode(rows):
+        return [[format_rational(v) for v in row] for row in rows]
+    for n, piece in enumerate(pieces):
+        cell = piece.cell
+        record = {"cell": n, "halfspaces": encode(cell.halfspaces()), "pattern": list(piece.pattern),
+                  "output": encode(piece.output), "neighbours": sorted(neighbours[n])}
+        if isinstance(cell, (Polygon, Vertices)):
+            record["vertices"] = encode(cell.vertices)
+        yield record
