@@ -30,6 +30,25 @@ def _nonzero_rows(m: Matrix, extra: list[Fraction] | None = None) -> list[int]:
     return [i for i, row in enumerate(m) if any(row) or (extra is not None and extra[i])]
 
 
+def identity_partners(rows, columns) -> dict[int, int]:
+    """The partner of each hidden unit that is half of an identity pair: its pre-activation row and
+    output column are the exact negatives of the partner's, so ``ReLU(v) − ReLU(−v) = v`` makes the
+    pair add ``column·v`` for every input, with no bound.  The k-th unit with (row, column) pairs
+    with the k-th with (−row, −column); a unit is never its own partner.  The one matcher of the
+    package, used by the evaluator (block weights) and the prover (per-token pre-activations)."""
+    waiting: dict[tuple, list[int]] = {}
+    partner: dict[int, int] = {}
+    for u, (row, column) in enumerate(zip(rows, columns)):
+        row, column = tuple(row), tuple(column)
+        match = waiting.get((tuple(-x for x in row), tuple(-x for x in column)))
+        if match:
+            p = match.pop(0)
+            partner[p], partner[u] = u, p
+        else:
+            waiting.setdefault((row, column), []).append(u)
+    return partner
+
+
 @dataclass(frozen=True, eq=False)
 class FeedForward:
     """``X'[:,t] = X[:,t] + w2 ReLU(w1 X[:,t] + b1) + b2`` for every token t."""
@@ -61,20 +80,11 @@ class FeedForward:
 
     @cached_property
     def identity_pairs(self) -> list[tuple[int, int]]:
-        """Hidden units ``(u, p)`` with ``w1[p] = −w1[u]``, ``b1[p] = −b1[u]``, ``w2[:,p] = −w2[:,u]``:
-        since ``ReLU(v) − ReLU(−v) = v`` for every v, such a pair adds the affine map
-        ``w2[:,u]·(w1[u]·x + b1[u])`` whatever the input (no bound needed)."""
+        """Hidden units ``(u, p)``, u < p, with ``w1[p] = −w1[u]``, ``b1[p] = −b1[u]``, ``w2[:,p] = −w2[:,u]``:
+        such a pair adds the affine map ``w2[:,u]·(w1[u]·x + b1[u])`` whatever the input."""
         columns = list(zip(*self.w2)) if self.w2 else [() for _ in self.w1]
-        key = lambda u, s: (tuple(s * a for a in self.w1[u]), s * self.b1[u], tuple(s * a for a in columns[u]))
-        waiting: dict[tuple, list[int]] = {}
-        pairs = []
-        for u in range(self.hidden):
-            partners = waiting.get(key(u, -1))
-            if partners:
-                pairs.append((partners.pop(0), u))
-            else:
-                waiting.setdefault(key(u, 1), []).append(u)
-        return pairs
+        partner = identity_partners([tuple(r) + (b,) for r, b in zip(self.w1, self.b1)], columns)
+        return sorted((u, p) for u, p in partner.items() if u < p)
 
     @cached_property
     def decomposition(self) -> tuple[list[int], Matrix, list[Fraction]]:

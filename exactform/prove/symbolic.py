@@ -32,6 +32,7 @@ import sympy
 
 from ..geometry.bounds import BlockBounds, Interval, affine_intervals, box_of, maxout_bounds
 from ..models import Attention, FeedForward, MaxoutNet, Transformer
+from ..models.transformer import identity_partners
 from ..numbers import QMatrix, selection
 
 Phase = str | int
@@ -157,17 +158,11 @@ def _feedforward(result: Analysis, block: int, ff: FeedForward, forms: list[QMat
         pre = QMatrix(first.num * (gather * f.num), first.den * f.den)
         rows = pre.int_rows()
         intervals = affine_intervals(pre, box)
-        groups: dict[tuple, list[int]] = {}
-        for u, r in enumerate(rows):
-            groups.setdefault((tuple(r), columns[u]), []).append(u)
+        partner = identity_partners(rows, columns)
         phase: list[Phase] = []
         for u, (lo, hi) in enumerate(intervals):
-            # identity pairs first (exact everywhere); the k-th unit with (row, column) pairs with
-            # the k-th with (−row, −column); then phases fixed by the bounds
-            own = groups[(tuple(rows[u]), columns[u])]
-            partners = groups.get((tuple(-x for x in rows[u]), tuple(-x for x in columns[u])), [])
-            if own.index(u) < len(partners):
-                phase.append(partners[own.index(u)])
+            if u in partner:                  # identity pairs first (exact everywhere), then the bounds
+                phase.append(partner[u])
             elif lo >= 0:
                 phase.append("on")
             elif hi <= 0:
