@@ -497,9 +497,7 @@ class Result(NamedTuple):
     claims: list         # [(claim, holds, the checker's statement or why it fails)]
     known: str           # what is now known, in words (code 0); why not (1); the one-line error (2)
 
-    @property
-    def ok(self) -> bool:
-        return self.code == 0
+    ok = property(lambda self: self.code == 0, doc="every check of the certificate holds")
 
 
 def derive(doc, at: str = "", smt: bool = False):
