@@ -150,6 +150,15 @@ def parse_analytic(text: str) -> Node:
     return Parser(text, _Builder()).parse()
 
 
+def weighted(t: Node) -> tuple[Node | None, Node]:
+    """``t = w·u`` with a constant factor w: ``(w, u)``; ``(None, t)`` when t is not such a product."""
+    if t.op == "mul" and t.args[0].is_constant():
+        return t.args[0], t.args[1]
+    if t.op == "mul" and t.args[1].is_constant():
+        return t.args[1], t.args[0]
+    return None, t
+
+
 def is_affine(n: Node) -> bool:
     """Structurally affine: sums, negations and constant multiples of variables and constants."""
     if n.is_constant() or n.op == "var":
@@ -170,11 +179,7 @@ def norm_terms(n: Node) -> tuple[list[tuple[Node | None, Node]], list[Node]] | N
     of ``(√wᵢ uᵢ, √c₀)`` when the wᵢ are positive and c₀ ≥ 0 (the caller checks signs)."""
     squares, consts = [], []
     for t in (n.args if n.op == "add" else (n,)):
-        w = None
-        if t.op == "mul" and t.args[0].is_constant():
-            w, t = t.args[0], t.args[1]
-        elif t.op == "mul" and t.args[1].is_constant():
-            w, t = t.args[1], t.args[0]
+        w, t = weighted(t)
         if t.is_constant() and w is None:
             consts.append(t)
         elif t.op == "pow" and t.p == 2 and is_affine(t.args[0]):

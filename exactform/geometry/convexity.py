@@ -34,7 +34,7 @@ from fractions import Fraction
 
 import flint
 
-from ..analytic import Jet, Node, combine, evaluate, norm_terms
+from ..analytic import Jet, Node, combine, evaluate, norm_terms, weighted
 from .intervals import Iv
 
 CONST, AFFINE, CONVEX, CONCAVE, UNKNOWN = "constant", "affine", "convex", "concave", "unknown"
@@ -259,11 +259,7 @@ def _log_sum_exp(s: Node, env, names) -> tuple[str, str] | None:
     terms = s.args if s.op == "add" else (s,)
     exps = 0
     for t in terms:
-        w = None
-        if t.op == "mul" and t.args[0].is_constant():
-            w, t = t.args[0], t.args[1]
-        elif t.op == "mul" and t.args[1].is_constant():
-            w, t = t.args[1], t.args[0]
+        w, t = weighted(t)
         if t.is_constant() and w is None:
             if _sign(t, env, names) not in (0, 1):
                 return None
