@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..formats import InputError
+from ..geometry.forms import combine
 from ..models import Box, MaxoutLayer, MaxoutNet
 from ..numbers import MAX_DIGITS, ZERO
 
@@ -21,15 +22,6 @@ Row = dict[int, Fraction]
 Terms = list[tuple[int, Fraction]]
 """A linear combination ``Σ c·value[k]`` of the entries of a traced value, as ``(k, c)`` pairs."""
 ONE = Fraction(1)
-
-
-def combine(rows: list[Row], terms: Terms) -> Row:
-    """The sparse row ``Σ c·rows[k]`` over ``terms``; exact cancellations are dropped."""
-    out: Row = {}
-    for k, c in terms:
-        for j, w in rows[k].items():
-            out[j] = out.get(j, ZERO) + c * w
-    return {j: w for j, w in out.items() if w}
 
 
 @dataclass(frozen=True)
@@ -62,7 +54,7 @@ class Affine:
             rows = [{k: c for k, c in t if c} for t in terms]
             out = [ZERO] * len(terms)
         else:
-            rows = [combine(self.rows, t) for t in terms]
+            rows = [combine((c, self.rows[k]) for k, c in t) for t in terms]
             out = [sum((c * self.bias[k] for k, c in t if self.bias[k]), ZERO) for t in terms]
         if bias is not None:
             out = [o + b for o, b in zip(out, bias, strict=True)]
@@ -78,7 +70,7 @@ class Affine:
 
     def compose_pairs(self, other: "Affine", sign: Fraction) -> "Affine":
         """Entrywise ``self + sign·other`` (same sizes, same frame)."""
-        rows = [combine([a, b], [(0, ONE), (1, sign)]) for a, b in zip(self.rows, other.rows, strict=True)]
+        rows = [combine([(ONE, a), (sign, b)]) for a, b in zip(self.rows, other.rows, strict=True)]
         return Affine(rows, [a + sign * b for a, b in zip(self.bias, other.bias)], self.width, self.frame)
 
     def shifted(self, bias: list[Fraction]) -> "Affine":

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..geometry.bounds import Interval, maxout_bounds
+from ..geometry.forms import combine
 from ..layout import CONSTRUCTION, SHAPES, Layout, padded_piece
 from ..models import FeedForward, MaxoutNet, Transformer
 
@@ -68,23 +69,13 @@ def term(form: Affine) -> str:
     return parts[0] if len(parts) == 1 else f"(+ {' '.join(parts)})"
 
 
-def combine(*terms: tuple[Fraction, Affine]) -> Affine:
-    """``Σ coef·form``, zero entries dropped."""
-    out: Affine = {}
-    for coef, form in terms:
-        if coef:
-            for var, c in form.items():
-                out[var] = out.get(var, 0) + coef * c
-    return {v: c for v, c in out.items() if c}
-
-
 def constant(c: Fraction) -> Affine:
     return {ONE: Fraction(c)} if c else {}
 
 
 def row_times(row: list[Fraction], state: State, bias: Fraction = Fraction(0)) -> Affine:
     """``row · state + bias`` (cost: the state's non-zero coordinates)."""
-    return combine((Fraction(1), constant(bias)), *((row[c], f) for c, f in state.items() if row[c]))
+    return combine([(Fraction(1), constant(bias)), *((row[c], f) for c, f in state.items() if row[c])])
 
 
 def script(logic: str, variables: list[str], facts: list[str]) -> str:
@@ -185,8 +176,8 @@ def rename(form: Affine, old: list[str], new: list[str]) -> Affine:
 
 def embedded(tf: Transformer, t: int, x: list[str]) -> State:
     """Token t after the embedding, ``E x + P[t]``, read from the Transformer."""
-    state = {r: combine((Fraction(1), constant(tf.embed_bias[t][r])),
-                        *((a, {v: Fraction(1)}) for a, v in zip(tf.embed_weight[r], x))) for r in range(tf.width)}
+    state = {r: combine([(Fraction(1), constant(tf.embed_bias[t][r])),
+                        *((a, {v: Fraction(1)}) for a, v in zip(tf.embed_weight[r], x))]) for r in range(tf.width)}
     return {r: f for r, f in state.items() if f}
 
 
@@ -246,8 +237,8 @@ def feedforward_check(block: FeedForward, state: State, expected: dict[int, Affi
                 if y not in names:
                     names.append(y)
                     facts.append(relu(y, row_times(block.w1[k], state, block.b1[k])))
-                out = combine((Fraction(1), out), (a, {y: Fraction(1)}))
-        out = combine((Fraction(1), out), (Fraction(1), constant(block.b2[r])))
+                out = combine([(Fraction(1), out), (a, {y: Fraction(1)})])
+        out = combine([(Fraction(1), out), (Fraction(1), constant(block.b2[r]))])
         wrong.append(f"(distinct {term(out)} {term(want)})")
     return names, facts + [any_of(wrong)]
 
@@ -290,8 +281,8 @@ def c3_queries(net: MaxoutNet, tf: Transformer) -> list[Query]:
                     expected = {r: state.get(r, {}) for r in stray}
                 else:
                     ws, b = layer.piece(i, padded_piece(layer.ranks[i], t))
-                    expected = {lay.z(i): combine((Fraction(1), constant(b)),
-                                                  *((a, {v: Fraction(1)}) for a, v in zip(ws, h)))}
+                    expected = {lay.z(i): combine([(Fraction(1), constant(b)),
+                                                  *((a, {v: Fraction(1)}) for a, v in zip(ws, h))])}
                 names, facts = feedforward_check(pieces, state, expected)
                 return script("QF_LRA", h + names, box + facts)
             what = f"unit {i}" if i is not None else "writes nothing else"
@@ -313,8 +304,8 @@ def c3_queries(net: MaxoutNet, tf: Transformer) -> list[Query]:
                 wrong += [f"(distinct {term(q)} 1)", f"(distinct {term(k)} {z[i]})", f"(distinct {term(v)} {z[i]})"]
             out_unit = {lay.out(i): i for i in range(layer.units)}
             for r in range(tf.width):
-                delta = combine(*((head.output[r][0], {m[i]: Fraction(1)}) for i, head in enumerate(heads.heads)
-                                  if len(head.value) == 1))
+                delta = combine([*((head.output[r][0], {m[i]: Fraction(1)}) for i, head in enumerate(heads.heads)
+                                  if len(head.value) == 1)])
                 want = {m[out_unit[r]]: Fraction(1)} if r in out_unit else {}
                 if delta != want:
                     wrong.append(f"(distinct {term(delta)} {term(want)})")
@@ -377,7 +368,7 @@ def end_to_end_query(net: MaxoutNet, tf: Transformer, max_parameters: int = E2E_
     def product(a: Affine, b: Affine) -> str:
         if set(a) <= {ONE} or set(b) <= {ONE}:
             c, f = (a.get(ONE, 0), b) if set(a) <= {ONE} else (b.get(ONE, 0), a)
-            return term(combine((c, f)))
+            return term(combine([(c, f)]))
         logic[0] = "QF_NRA"
         return f"(* {term(a)} {term(b)})"
 
@@ -397,9 +388,9 @@ def end_to_end_query(net: MaxoutNet, tf: Transformer, max_parameters: int = E2E_
                         facts.append(relu(y, pre))
                         act.append({y: Fraction(1)})
                 for r in rows:
-                    change = combine((Fraction(1), constant(block.b2[r])),
-                                     *((a, act[k]) for k, a in enumerate(block.w2[r]) if a))
-                    state[r] = fresh(f"s{b}", combine((Fraction(1), state.get(r, {})), (Fraction(1), change)))
+                    change = combine([(Fraction(1), constant(block.b2[r])),
+                                     *((a, act[k]) for k, a in enumerate(block.w2[r]) if a)])
+                    state[r] = fresh(f"s{b}", combine([(Fraction(1), state.get(r, {})), (Fraction(1), change)]))
         else:
             delta: list[State] = [{} for _ in range(T)]
             for e, head in enumerate(block.heads):
@@ -414,11 +405,11 @@ def end_to_end_query(net: MaxoutNet, tf: Transformer, max_parameters: int = E2E_
                         facts.append(hardmax_fact(scores, [term(v[j][c]) for j in range(T)], o))
                         for r in range(tf.width):
                             if head.output[r][c]:
-                                delta[i][r] = combine((Fraction(1), delta[i].get(r, {})),
-                                                      (head.output[r][c], {o: Fraction(1)}))
+                                delta[i][r] = combine([(Fraction(1), delta[i].get(r, {})),
+                                                      (head.output[r][c], {o: Fraction(1)})])
             for state, change in zip(states, delta):
                 for r, form in change.items():
-                    state[r] = fresh(f"s{b}", combine((Fraction(1), state.get(r, {})), (Fraction(1), form)))
+                    state[r] = fresh(f"s{b}", combine([(Fraction(1), state.get(r, {})), (Fraction(1), form)]))
 
     h = vector(x)
     for l, layer in enumerate(net.layers):
