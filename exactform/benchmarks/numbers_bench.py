@@ -6,21 +6,17 @@ naive reference).  Also: compile time at ACAS Xu size and Transformer vs source 
 Run: ``.venv/bin/python -m benchmarks numbers``.  Prints ratios measured in this one run.
 """
 import random
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 import flint
 import sympy
 from sympy.core.cache import clear_cache
 from sympy.polys.matrices import DomainMatrix
 
-sys.path.insert(0, str(Path(__file__).parent.parent))
-sys.path.insert(0, str(Path(__file__).parent.parent / "exactform" / "proofs"))
-from benchmarks.timing import best_time, table  # noqa: E402
-from exactform.construct.maxout_to_transformer import compile_maxout  # noqa: E402
-from exactform.models import Box, MaxoutLayer, MaxoutNet  # noqa: E402
-from exactform.numbers import QMatrix  # noqa: E402
+from exactform.benchmarks.timing import best_time, table
+from exactform.construct.maxout_to_transformer import compile_maxout
+from exactform.models import Box, MaxoutLayer, MaxoutNet
+from exactform.numbers import QMatrix
 
 rng = random.Random(0)
 
