@@ -119,7 +119,7 @@ def construction() -> None:
     t_net = best_time(lambda: net.evaluate_batch(pts)) / len(pts)
     t_tf = best_time(lambda: tf.evaluate_batch(pts)) / len(pts)
     print(table(["5→6×50→5 rank-2 maxout (ACAS Xu size)", "figure"],
-                [["compile (token-shift construction)", f"{t_compile:.2f} s"],
+                [["compile: the token-shift construction", f"{t_compile:.2f} s"],
                  ["exact eval, 1 point: source / Transformer", f"{t_net1 * 1e3:.2f} ms / {t_tf1 * 1e3:.2f} ms "
                   f"({t_tf1 / t_net1:.0f}×)"],
                  ["exact eval, batch of 20, per point: source / Transformer",
