@@ -213,7 +213,7 @@ class QMatrix:
     """An exact rational matrix ``num / den``: integer ``fmpz_mat`` over one common ``den > 0``.
 
     Sharing one denominator makes products integer products and comparisons integer
-    comparisons, which is what makes exact evaluation fast (see benchmarks/numbers_bench.py).
+    comparisons, which is what makes exact evaluation fast (see exactform/benchmarks/numbers_bench.py).
     """
 
     __slots__ = ("num", "den")

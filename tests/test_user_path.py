@@ -139,6 +139,7 @@ def test_py_typed_and_proofs_are_package_data():
     assert (ROOT / "exactform" / "py.typed").exists()
     text = (ROOT / "pyproject.toml").read_text()
     assert '"py.typed"' in text and '"proofs/*.py"' in text and '"tqdm' in text
+    assert '"benchmarks/data/*.onnx"' in text and (ROOT / "exactform" / "benchmarks" / "__init__.py").exists()
 
 
 # --- one number rule -----------------------------------------------------------------------------
@@ -445,7 +446,11 @@ def test_plot_refused_before_counting_for_3_inputs(tmp_path, capsys):
 
 # --- proof scripts ship with the package ----------------------------------------------------------
 
-def test_prove_runs_from_an_installed_wheel_outside_the_repository(tmp_path):
+@pytest.fixture(scope="module")
+def installed_wheel(tmp_path_factory):
+    """A wheel built from the checkout's files (without ``data/``), unpacked into a site folder, and an
+    empty working folder outside the repository: (wheel, environment, working folder)."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     src = tmp_path / "src"
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
                            text=True).stdout.split()
@@ -467,9 +472,33 @@ def test_prove_runs_from_an_installed_wheel_outside_the_repository(tmp_path):
     where = subprocess.run([PY, "-c", "import exactform; print(exactform.__file__)"], cwd=elsewhere, env=env,
                            capture_output=True, text=True)
     assert where.stdout.startswith(str(site))
+    return wheel, env, elsewhere
+
+
+def test_prove_runs_from_an_installed_wheel_outside_the_repository(installed_wheel):
+    _, env, elsewhere = installed_wheel
     done = subprocess.run([PY, "-m", "exactform", "prove", "C3", "--workers", "1"], cwd=elsewhere, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "1 of 1 claims proved" in done.stdout, done.stdout + done.stderr
+
+
+def test_bench_runs_from_an_installed_wheel_outside_the_repository(installed_wheel):
+    """The suite and the one network it reads ship in the wheel; ``scale`` (45 networks of a
+    checkout) says in one line that it is skipped; an unknown name is exit 2."""
+    wheel, env, elsewhere = installed_wheel
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "exactform/benchmarks/numbers_bench.py" in names and "exactform/benchmarks/timing.py" in names
+    assert [n for n in names if n.endswith((".onnx", ".nnet"))] == [
+        "exactform/benchmarks/data/ACASXU_run2a_1_1_batch_2000.onnx"]
+    done = subprocess.run([PY, "-m", "exactform", "bench", "numbers", "scale"], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "| mat-vec 8 " in done.stdout and "whole network" in done.stdout, done.stdout
+    scale = done.stdout.split("### scale")[1].strip().splitlines()
+    assert len(scale) == 1 and scale[0].startswith("scale: skipped"), scale
+    done = subprocess.run([PY, "-m", "exactform", "bench", "nosuch"], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "no benchmark 'nosuch'" in done.stderr and done.stderr.count("\n") == 1
 
 
 def test_cpwl_term_bound_before_work(tmp_path, capsys):

@@ -1,5 +1,6 @@
-"""``python -m benchmarks [NAME ...]``: run every ``benchmarks/*_bench.py`` (or the named ones),
-each as its own ``__main__``; a script that exits non-zero is reported and the rest still run."""
+"""``python -m exactform.benchmarks [NAME ...]`` (``python -m benchmarks`` in a checkout): run every
+``*_bench.py`` here (or the named ones), each as its own ``__main__``; a script that exits non-zero is
+reported and the rest still run."""
 import runpy
 import sys
 from pathlib import Path

@@ -4,12 +4,9 @@ relative to building its answer's rank once.
 
 Run: ``.venv/bin/python -m benchmarks approx``.  Prints ratios measured in this one run.
 """
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent.parent))
-from benchmarks.timing import best_time, table  # noqa: E402
-from exactform.construct.convex_approx import approx  # noqa: E402
+from exactform.benchmarks.timing import best_time, table
+from exactform.construct.convex_approx import approx
 
 EXAMPLES = [("sqrt(x**2 + y**2)", "-1:1"), ("log(exp(x) + exp(y))", "0:1"), ("Max(x**2, y) + Abs(x - y)", "-1:1"),
             ("exp(x)", "-1:1")]

@@ -8,20 +8,15 @@ included (read, prove, write; read, recompute).
 import contextlib
 import io
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "exactform" / "proofs"))
-
-from benchmarks.timing import table  # noqa: E402
-from nets import relu_net  # noqa: E402
-
-from exactform.cli import main  # noqa: E402
-from exactform.construct.maxout_to_transformer import compile_maxout  # noqa: E402
-from exactform.formats import write_json  # noqa: E402
+from exactform.benchmarks.timing import table
+from exactform.cli import main
+from exactform.construct.maxout_to_transformer import compile_maxout
+from exactform.formats import write_json
+from exactform.proofs.nets import relu_net
 
 
 def timed(argv: list[str]) -> float:

@@ -17,19 +17,15 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from exactform.benchmarks.timing import table
+from exactform.cli import main
+from exactform.construct.maxout_to_transformer import compile_maxout
+from exactform.formats import write_json
+from exactform.importers import import_network
+from exactform.numbers import format_rational, parse_rational
+from exactform.proofs.nets import permuted, relu_net, rescaled_and_split
 
-from benchmarks.timing import table  # noqa: E402
-from nets import permuted, relu_net, rescaled_and_split  # noqa: E402
-
-from exactform.cli import main  # noqa: E402
-from exactform.construct.maxout_to_transformer import compile_maxout  # noqa: E402
-from exactform.formats import write_json  # noqa: E402
-from exactform.importers import import_network  # noqa: E402
-from exactform.numbers import format_rational, parse_rational  # noqa: E402
-
-ACAS = Path(__file__).resolve().parents[1] / "data" / "acasxu" / "ACASXU_run2a_1_1_batch_2000.onnx"
+ACAS = Path(__file__).resolve().parent / "data" / "ACASXU_run2a_1_1_batch_2000.onnx"
 CAP = 90
 
 

@@ -9,12 +9,12 @@ error on ACAS Xu points (goal: bound / exact ≤ 1000).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import random
 import time
 from fractions import Fraction
+from pathlib import Path
 
-ACAS = str(Path(__file__).resolve().parent.parent / "data" / "acasxu" / "ACASXU_run2a_1_1_batch_2000.onnx")
+ACAS = str(Path(__file__).resolve().parent / "data" / "ACASXU_run2a_1_1_batch_2000.onnx")
 
 
 def timed(fn):

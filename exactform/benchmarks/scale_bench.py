@@ -14,20 +14,22 @@ import contextlib
 import heapq
 import io
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from exactform.benchmarks.timing import table
+from exactform.cli import main
+from exactform.construct.region_rich import region_rich_net
+from exactform.formats import write_json
+from exactform.geometry.regions import (
+    merge_boxes,
+    merged_cells_in_box,
+    parts_for,
+    split_box,
+)
 
-from benchmarks.timing import table  # noqa: E402
-from exactform.cli import main  # noqa: E402
-from exactform.construct.region_rich import region_rich_net  # noqa: E402
-from exactform.formats import write_json  # noqa: E402
-from exactform.geometry.regions import merge_boxes, merged_cells_in_box, parts_for, split_box  # noqa: E402
-
-ACAS = Path(__file__).resolve().parents[1] / "data" / "acasxu"
+ACAS = Path(__file__).resolve().parents[2] / "data" / "acasxu"      # a source checkout's 45 networks
 
 
 def run_cli(argv: list[str]) -> tuple[float, str]:
@@ -111,6 +113,9 @@ def run() -> None:
     parser.add_argument("--networks", type=int, default=8)
     parser.add_argument("--region-net", default="3,2,2,12", help="m,T,q,D of region_rich_net")
     args = parser.parse_args()
+    if len(list(ACAS.glob("*.onnx"))) < args.networks or not (ACAS / "ACASXU_run2a_1_1_batch_2000.nnet").is_file():
+        print(f"scale: skipped, it needs {args.networks} ACAS Xu networks in data/acasxu/ of a source checkout")
+        return
     from distributed import Client, LocalCluster
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster), tempfile.TemporaryDirectory() as tmp:

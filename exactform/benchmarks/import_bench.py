@@ -20,9 +20,7 @@ import time
 import warnings
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.timing import table  # noqa: E402
+from exactform.benchmarks.timing import table
 
 
 def networks():

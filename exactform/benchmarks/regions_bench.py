@@ -12,18 +12,15 @@ Usage: python benchmarks/regions_bench.py [--peer-all]"""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from fractions import Fraction as F
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from exactform.executor import make_executor  # noqa: E402
-from exactform.geometry.regions import count_regions  # noqa: E402
-from exactform.models import Box, MaxoutLayer, MaxoutNet  # noqa: E402
+from exactform.executor import make_executor
+from exactform.geometry.regions import count_regions
+from exactform.models import Box, MaxoutLayer, MaxoutNet
 
 ONE, ZERO = F(1), F(0)
 ND_NETS = [[3, 9, 9, 1], [4, 9, 9, 1], [4, 10, 10, 1]]

@@ -5,17 +5,14 @@ linear growth is the target).  The end-to-end query is timed on the tiny example
 Run: ``.venv/bin/python -m benchmarks smt``.  Prints times measured in this one run.
 """
 import random
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent.parent))
-sys.path.insert(0, str(Path(__file__).parent.parent / "exactform" / "proofs"))
-from benchmarks.timing import table  # noqa: E402
-from exactform.construct.maxout_to_transformer import compile_maxout  # noqa: E402
-from exactform.models import load_model  # noqa: E402
-from exactform.prove.smt import c2_queries, c3_queries, end_to_end_query, run_queries  # noqa: E402
-from nets import relu_net  # noqa: E402
+from exactform.benchmarks.timing import table
+from exactform.construct.maxout_to_transformer import compile_maxout
+from exactform.models import load_model
+from exactform.proofs.nets import relu_net
+from exactform.prove.smt import c2_queries, c3_queries, end_to_end_query, run_queries
 
 
 def timed(fn):
@@ -39,7 +36,7 @@ for width in (50, 100, 200):
                  f"{params / base[0]:.1f}", f"{total / base[1]:.1f}"])
 print(table(["width", "params", "queries", "build s", "solve s", "mean ms", "max ms", "params ×", "time ×"], rows))
 
-examples = Path(__file__).parent.parent / "examples"
+examples = Path(__file__).resolve().parents[1] / "proofs" / "examples"
 rows = []
 for name in ("abs", "relu_net", "maxout_2d"):
     net = load_model(examples / f"{name}.json")
