@@ -114,6 +114,7 @@ def main(argv: list[str]) -> int:
             sys.stdout.flush()
             return code
     except Stopped:
+        _deadline.end_guard()      # the one-shot alarm may have fired inside __exit__, before it ended the guard
         done = sorted(set(getattr(sys.modules.get(f"{__package__}.formats"), "WRITTEN", [])))
         what = f"wrote only {', '.join(done)} before it" if done else "nothing written"
         print(f"exactform: stopped after {seconds:g} s (--timeout): {what}", file=sys.stderr)
@@ -132,9 +133,12 @@ class _deadline:
     (a solver, a long exact product holding the GIL) has not returned: it prints one line and
     sends ``SIGKILL`` (exit status 137).  Atomic writes leave no half-written file either way."""
 
+    guard: int | None = None
+    """The pid of the running guard (one at a time: the CLI runs one command)."""
+
     def __init__(self, seconds: float | None):
         self.seconds = seconds
-        self.old = self.guard = None
+        self.old = None
 
     def __enter__(self):
         if self.seconds is None:
@@ -142,15 +146,10 @@ class _deadline:
         if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
             from .errors import InputError
             raise InputError("--timeout", "", "needs the main thread of a POSIX process")
-
-        def alarm(signum, frame):
-            raise Stopped()
-        self.old = signal.signal(signal.SIGALRM, alarm)
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
         parent = os.getpid()
         sys.stderr.flush()
-        self.guard = os.fork()
-        if self.guard == 0:                                 # the guard: sleep, then end the parent
+        pid = os.fork()                                     # first the guard, then the alarm: no Stopped can
+        if pid == 0:                                        # come between them; the guard sleeps, then ends the parent
             try:
                 time.sleep(self.seconds + GRACE)
                 if os.getppid() == parent:
@@ -159,12 +158,26 @@ class _deadline:
                     os.kill(parent, signal.SIGKILL)
             finally:
                 os._exit(0)
+        _deadline.guard = pid
+
+        def alarm(signum, frame):
+            raise Stopped()
+        self.old = signal.signal(signal.SIGALRM, alarm)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
         return self
 
     def __exit__(self, *exc):
         if self.seconds is not None:
-            os.kill(self.guard, signal.SIGKILL)
-            os.waitpid(self.guard, 0)
             signal.setitimer(signal.ITIMER_REAL, 0)
+            _deadline.end_guard()
             signal.signal(signal.SIGALRM, self.old)
         return False
+
+    @staticmethod
+    def end_guard() -> None:
+        """End the guard, if one runs (idempotent: also called where ``Stopped`` is caught, since the
+        one-shot alarm can interrupt ``__exit__`` before it gets here)."""
+        pid, _deadline.guard = _deadline.guard, None
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
