@@ -137,3 +137,20 @@ def test_no_partial_output_on_failure(tmp_path, capsys):
     (tmp_path / "net.json").write_text((tmp_path / "net.json").read_text()[:-20])
     assert run(capsys, "compile", tmp_path / "net.json", "-o", out)[0] == 2
     assert list(tmp_path.iterdir()) == [tmp_path / "net.json"]
+
+
+def test_an_alarm_inside_the_deadline_exit_leaves_no_guard(tmp_path, monkeypatch):
+    """The one-shot alarm can fire as the command ends, inside ``_deadline.__exit__``: the guard
+    process must still be ended (a surviving guard would SIGKILL this process seconds later)."""
+    from exactform import deadline
+    real = deadline.signal.setitimer
+
+    def setitimer(which, seconds):
+        if seconds == 0:                       # the alarm arrives just as __exit__ starts
+            real(which, 0)
+            raise deadline.Stopped()
+        return real(which, seconds)
+    monkeypatch.setattr(deadline.signal, "setitimer", setitimer)
+    code = deadline.main(["--timeout", "30", "compile", str(Path(__file__).parents[1] / "examples" / "abs.json"),
+                          "-o", str(tmp_path / "tf.json")])
+    assert code == 1 and deadline._deadline.guard is None
