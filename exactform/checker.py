@@ -20,39 +20,30 @@ MAX_LN_DIGITS = 60           # digits of the ln T bound, so its series check sta
 ONE = -1                     # key of the constant term of an affine form {variable: coefficient}
 _RATIONAL = re.compile(r"(-?)(0|[1-9][0-9]*)(?:/([1-9][0-9]*))?")
 
-
 class Malformed(Exception):
     """Not a readable certificate or model (exit 2)."""
-
 
 class Refuted(Exception):
     """A claim does not follow from the certificate (exit 1)."""
 
-
 class _Float(str):
     """A JSON float literal or constant, kept so that the reader can name its field."""
 
-
-# --- strict reading -----------------------------------------------------------------------------
-
 def load(path) -> object:
-    """A JSON document: a regular file of at most MAX_BYTES, duplicate keys refused, integers of
-    more than 40 digits and floats kept as markers for the field reader to refuse."""
+    """A JSON regular file of at most MAX_BYTES; floats and 40+-digit integers kept as markers to refuse."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise Malformed(f"{path}: not a regular file")
         with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
+            if len(data := f.read(MAX_BYTES + 1)) > MAX_BYTES:
+                raise Malformed(f"{path}: larger than {MAX_BYTES} bytes")
     except OSError as e:
         raise Malformed(f"{path}: {e.strerror}") from None
-    if len(data) > MAX_BYTES:
-        raise Malformed(f"{path}: larger than {MAX_BYTES} bytes")
     try:
         return json.loads(data, parse_float=_Float, parse_constant=_Float, object_pairs_hook=_object,
                           parse_int=lambda s: _Float(s) if len(s.lstrip("-")) > 40 else int(s))
     except (ValueError, RecursionError) as e:
         raise Malformed(f"{path}: not JSON: {str(e)[:80]}") from None
-
 
 def _object(pairs):
     out = dict(pairs)
@@ -60,42 +51,30 @@ def _object(pairs):
         raise ValueError(f"duplicate key in {sorted(k for k, _ in pairs)[:5]}")
     return out
 
-
 def _fail(where, message):
     raise Malformed(f"{where}: {message}")
-
 
 def fields(obj, where, required, optional=()):
     if not isinstance(obj, dict):
         _fail(where, "expected an object")
     for k in sorted(obj.keys() - set(required) - set(optional)):
         _fail(where, f"unknown field {k!r}")
-    for k in required:
-        if k not in obj:
-            _fail(where, f"missing field {k!r}")
+    for k in (k for k in required if k not in obj):
+        _fail(where, f"missing field {k!r}")
     return obj
-
 
 def integer(v, where, low=0, high=MAX_CELLS):
     if type(v) is not int or not low <= v <= high:
         _fail(where, f"expected an integer in [{low}, {high}], got {str(v)[:40]}")
     return v
 
-
 def items(v, where, n=None, nonempty=False):
     if not isinstance(v, list) or (n is not None and len(v) != n) or (nonempty and not v):
         _fail(where, f"expected a {'non-empty ' if nonempty else ''}list{'' if n is None else f' of {n} entries'}")
     return v
 
-
-_cache: dict[str, Fraction] = {}
-
-
 def rational(v, where, i=None) -> Fraction:
     """A canonical rational string: ``-?N(/D)?``, reduced, D > 1, at most MAX_DIGITS digits each."""
-    q = _cache.get(v) if type(v) is str else None
-    if q is not None:
-        return q
     at = where if i is None else f"{where}[{i}]"
     if not isinstance(v, str) or isinstance(v, _Float):
         _fail(at, f"float literal {v[:40]} (rationals are strings such as \"-7/12\")" if isinstance(v, _Float)
@@ -106,13 +85,10 @@ def rational(v, where, i=None) -> Fraction:
     p, d = int(m[2]), int(m[3] or 1)
     if (m[3] and d == 1) or math.gcd(p, d) != 1 or (m[1] and p == 0):
         _fail(at, f"{v[:40]!r} is not canonical (reduced, denominator > 1, no '-0')")
-    q = _cache[v] = Fraction(-p if m[1] else p, d)
-    return q
-
+    return Fraction(-p if m[1] else p, d)
 
 def row(v, where, n) -> dict:
-    """The non-zero entries {index: value} of a vector of length n, dense or sparse
-    (``{"length": n, "index": [...], "value": [...]}``)."""
+    """The non-zero entries {index: value} of a length-n vector, dense or ``{"length", "index", "value"}``."""
     if isinstance(v, list):
         if len(v) != n:
             _fail(where, f"{len(v)} entries, expected {n}")
@@ -129,15 +105,17 @@ def row(v, where, n) -> dict:
         out[i] = q
     return out
 
-
 def dense(v, where, n) -> list:
     r = row(v, where, n)
     return [r.get(i, Fraction(0)) for i in range(n)]
 
-
 def matrix(v, where, rows, cols) -> list:
     return [row(r, f"{where}[{i}]", cols) for i, r in enumerate(items(v, where, rows))]
 
+def affine_rows(weight, bias, wat, bat, cols) -> list:
+    """``[(weights, bias)]``: a non-empty list of rows of length ``cols`` and one bias per row."""
+    rows = matrix(items(weight, wat, nonempty=True), wat, None, cols)
+    return list(zip(rows, dense(bias, bat, len(rows))))
 
 def box(v, where, n) -> list:
     fields(v, where, ("lower", "upper"))
@@ -147,12 +125,10 @@ def box(v, where, n) -> list:
             _fail(f"{where}.lower[{i}]", "above the upper bound: the box is empty")
     return out
 
-
 class Maxout(NamedTuple):
     box: list          # [(lower, upper)] per input
     layers: list       # [layer][unit][piece] = (weights {input: a}, bias)
     readout: list      # [(weights, bias)] per output
-
 
 class Transformer(NamedTuple):
     box: list
@@ -165,7 +141,6 @@ class Transformer(NamedTuple):
     token: int
     readout: list            # [(weights, bias)] per output
 
-
 def read_maxout(v, where) -> Maxout:
     fields(v, where, ("format", "input_dim", "domain", "layers", "readout"))
     if v["format"] != "exactform/maxout@1":
@@ -175,15 +150,12 @@ def read_maxout(v, where) -> Maxout:
     for l, layer in enumerate(items(v["layers"], f"{where}.layers", nonempty=True)):
         at = f"{where}.layers[{l}]"
         units = items(fields(layer, at, ("weight", "bias"))["weight"], f"{at}.weight", nonempty=True)
-        layers.append([list(zip(matrix(items(ws, f"{at}.weight[{i}]", nonempty=True), f"{at}.weight[{i}]", None, n),
-                                dense(bs, f"{at}.bias[{i}]", len(ws))))
+        layers.append([affine_rows(ws, bs, f"{at}.weight[{i}]", f"{at}.bias[{i}]", n)
                        for i, (ws, bs) in enumerate(zip(units, items(layer["bias"], f"{at}.bias", len(units))))])
         n = len(units)
-    fields(v["readout"], f"{where}.readout", ("weight", "bias"))
-    weight = matrix(items(v["readout"]["weight"], f"{where}.readout.weight", nonempty=True), f"{where}.readout.weight", None, n)
+    r = fields(v["readout"], f"{where}.readout", ("weight", "bias"))
     return Maxout(box(v["domain"], f"{where}.domain", v["input_dim"]), layers,
-                  list(zip(weight, dense(v["readout"]["bias"], f"{where}.readout.bias", len(weight)))))
-
+                  affine_rows(r["weight"], r["bias"], f"{where}.readout.weight", f"{where}.readout.bias", n))
 
 def read_transformer(v, where) -> Transformer:
     fields(v, where, ("format", "input_dim", "tokens", "width", "attention", "domain", "embed", "blocks",
@@ -217,27 +189,20 @@ def read_transformer(v, where) -> Transformer:
             heads = items(fields(block, at, ("kind", "heads"))["heads"], f"{at}.heads", nonempty=True)
             if block["kind"] != "attention":
                 _fail(f"{at}.kind", "expected \"feedforward\" or \"attention\"")
-            blocks.append(("attention", [_head(h, f"{at}.heads[{i}]", w) for i, h in enumerate(heads)]))
-    fields(v["readout"], f"{where}.readout", ("token", "weight", "bias"))
-    weight = matrix(items(v["readout"]["weight"], f"{where}.readout.weight", nonempty=True), f"{where}.readout.weight", None, w)
+            blocks.append(("attention", [head(h, f"{at}.heads[{i}]", w) for i, h in enumerate(heads)]))
+    r = fields(v["readout"], f"{where}.readout", ("token", "weight", "bias"))
     return Transformer(box(v["domain"], f"{where}.domain", d), T, w, scale,
-                       [{c: a for c, a in r.items()} for r in matrix(v["embed"]["weight"], f"{where}.embed.weight", w, d)],
+                       matrix(v["embed"]["weight"], f"{where}.embed.weight", w, d),
                        [dense(p, f"{where}.embed.bias[{t}]", w) for t, p in enumerate(items(v["embed"]["bias"], f"{where}.embed.bias", T))],
-                       blocks, integer(v["readout"]["token"], f"{where}.readout.token", 0, T - 1),
-                       list(zip(weight, dense(v["readout"]["bias"], f"{where}.readout.bias", len(weight)))))
+                       blocks, integer(r["token"], f"{where}.readout.token", 0, T - 1),
+                       affine_rows(r["weight"], r["bias"], f"{where}.readout.weight", f"{where}.readout.bias", w))
 
-
-def _head(h, at, w):
-    fields(h, at, ("query", "key", "value", "output"))
-    query = matrix(h["query"], f"{at}.query", None, w)
-    key, value = matrix(h["key"], f"{at}.key", len(query), w), matrix(h["value"], f"{at}.value", None, w)
-    output = matrix(h["output"], f"{at}.output", w, len(value))
-    if not query or not value:
-        _fail(at, "a head needs at least one query row and one value row")
-    return query, key, value, output
-
-
-# --- exact affine forms {variable: coefficient, ONE: constant} ----------------------------------
+def head(h, at, w) -> tuple:
+    """``(query, key, value, output)`` of a head with at least one query row and one value row."""
+    query = matrix(items(fields(h, at, ("query", "key", "value", "output"))["query"], f"{at}.query", nonempty=True),
+                   f"{at}.query", None, w)
+    value = matrix(items(h["value"], f"{at}.value", nonempty=True), f"{at}.value", None, w)
+    return query, matrix(h["key"], f"{at}.key", len(query), w), value, matrix(h["output"], f"{at}.output", w, len(value))
 
 def combine(terms, constant=0) -> dict:
     """Σ a·form + constant over ``terms = [(a, form)]``, zero coefficients dropped."""
@@ -247,15 +212,16 @@ def combine(terms, constant=0) -> dict:
             out[k] = out.get(k, 0) + (x if a == 1 else a * x)
     return {k: x for k, x in out.items() if x}
 
+def form_of(weights: dict, bias, start: int) -> dict:
+    """The affine form ``Σ a_c·x_{start+c} + bias`` of a row over the variables from ``start`` on."""
+    return combine([(1, {start + c: a for c, a in weights.items()})], bias)
 
 def negated(form: dict) -> dict:
     return {k: -x for k, x in form.items()}
 
-
 def slack(form, err) -> Fraction:
     """Σ |a_k|·err_k: how far the form moves when each variable k moves by at most err_k."""
     return sum((abs(a) * err[k] for k, a in form.items() if k != ONE and err[k]), Fraction(0))
-
 
 def interval(form, box, err=None) -> tuple:
     """Exact bounds of the form over the box of its variables, widened by ``slack(form, err)``."""
@@ -267,21 +233,15 @@ def interval(form, box, err=None) -> tuple:
     s = slack(form, err) if err else 0
     return lo - s, hi + s
 
-
 def text(q) -> str:
-    q = Fraction(q)
     if max(q.numerator.bit_length(), q.denominator.bit_length()) > 13000:
         raise Refuted(f"a derived number has more than {MAX_DIGITS} digits")
     return str(q)
 
-
-# --- the argument -------------------------------------------------------------------------------
-
 class Walk:
-    """The argument of C1–C3 and C5 (docs/spec.md §6.3): each token's state is an exact affine form
-    in M's variables (inputs, then each layer's units, in their interval boxes); every ReLU has a
-    verified phase or identity partner, every head is a max head over its unit's pieces, and the
-    read-out is M's.  With softmax, ``err`` bounds each variable's perturbation.  Raises Refuted."""
+    """The argument of C1–C3 and C5 (docs/spec.md §6.3): each token's state is an exact affine form in
+    M's variables (inputs, then each layer's units, in interval boxes); with softmax, ``err`` bounds
+    each variable's perturbation.  Raises Refuted at the first step that does not hold."""
 
     def __init__(self, net: Maxout, tf: Transformer, hints: dict, at: str, ln_tokens=None, record=False):
         self.net, self.tf, self.hints, self.at, self.ln_tokens = net, tf, hints, at, ln_tokens
@@ -291,7 +251,7 @@ class Walk:
         self.box, self.starts, self.pieces = list(net.box), [0], []
         for layer in net.layers:
             start = self.starts[-1]
-            forms = [[combine([(1, {start + c: a for c, a in w.items()})], b) for w, b in unit] for unit in layer]
+            forms = [[form_of(w, b, start) for w, b in unit] for unit in layer]
             self.pieces.append(forms)
             self.starts.append(len(self.box))
             self.box += [(max(lo for lo, _ in ivs), max(hi for _, hi in ivs))
@@ -310,32 +270,29 @@ class Walk:
             raise Refuted(f"Tf has {kinds.count('attention')} attention blocks, M has {len(net.layers)} layers")
         X = [[combine([(1, e)], p[r]) for r, e in enumerate(tf.embed)] for p in tf.position]
         for b, block in enumerate(tf.blocks):
+            k = kinds[:b].count(block[0])       # the block's number among blocks of its kind
             if block[0] == "feedforward":
-                k = kinds[:b].count("feedforward")
                 X = self.feedforward(b, block, X, phases[k], f"{at}hints.phases[{k}]", kinds[b + 1:b + 2] == ["attention"])
             else:
-                k = kinds[:b].count("attention")
                 X = self.attention(b, block[1], X, k, pieces[k], f"{at}hints.pieces[{k}]")
-        start = self.starts[-1]
         forms = [combine(((a, X[tf.token][r]) for r, a in w.items()), c) for w, c in tf.readout]
         for o, (form, (w, c)) in enumerate(zip(forms, net.readout)):
-            if form != combine([(1, {start + k: a for k, a in w.items()})], c):
+            if form != form_of(w, c, self.starts[-1]):
                 raise Refuted(f"output {o} of Tf (token {tf.token}) is not M's output {o} as an affine map")
         return max((slack(f, self.err) for f in forms), default=Fraction(0))
 
     def feedforward(self, b, block, X, hint, where, pieces_block):
         _, w1, b1, columns, b2 = block
-        out, pres_by_token, phases = [], [], items(hint, where, len(X))
+        out, pres_by_token, phases = [], [], []
         for t, Xt in enumerate(X):
-            phase = [integer(p, f"{where}[{t}][{u}]", -2, len(w1) - 1) for u, p in enumerate(items(phases[t], f"{where}[{t}]", len(w1)))]
+            phase = [integer(p, f"{where}[{t}][{u}]", -2, len(w1) - 1)
+                     for u, p in enumerate(items(items(hint, where, len(X))[t], f"{where}[{t}]", len(w1)))]
             pres = [combine(((a, Xt[c]) for c, a in r.items()), b1[u]) for u, r in enumerate(w1)]
             terms = [[(1, f)] for f in Xt]
             for u, p in enumerate(phase):
                 if p >= 0:          # an identity pair with hidden unit p: ReLU(v) − ReLU(−v) = v
                     if p == u or phase[p] != u or pres[p] != negated(pres[u]) or columns[p] != negated(columns[u]):
                         raise Refuted(f"block {b} token {t}: hidden units {u} and {p} are not an identity pair")
-                    if p < u:
-                        continue
                 else:               # -1 off (pre ≤ 0), -2 on (pre ≥ 0) over the box, perturbation included
                     lo, hi = interval(pres[u], self.box, self.err)
                     if (p == -1 and hi > 0) or (p == -2 and lo < 0):
@@ -343,33 +300,32 @@ class Walk:
                                       f"hold, the pre-activation reaches {text(hi if p == -1 else lo)} on the domain")
                     if self.obligations is not None:
                         self.obligations.append((b, t, pres[u], p))
-                    if p == -1:
-                        continue
-                for r, a in columns[u].items():
-                    terms[r].append((a, pres[u]))
+                if p == -2 or u < p:        # "on", or the first half of an identity pair: adds column·pre
+                    for r, a in columns[u].items():
+                        terms[r].append((a, pres[u]))
             out.append([ts[0][1] if len(ts) == 1 and not c else combine(ts, c) for ts, c in zip(terms, b2)])
             pres_by_token.append(pres)
+            phases.append(phase)
         if pieces_block:
-            self.token_shift(b, pres_by_token, [[p for p in ph] for ph in phases])
+            self.token_shift(b, pres_by_token, phases)
         return out
 
     def token_shift(self, b, pres, phases):
         """C2: an identity pair of a pieces block is one in exactly one token (its owner); in each
         other token both ReLUs are off and their pre-activations sum to less than 0 on the box."""
-        owners = {}
-        for t, phase in enumerate(phases):
-            for u, p in enumerate(phase):
-                if u < p:
-                    owners.setdefault((u, p), []).append(t)
-        for (u, p), ts in owners.items():
+        for u, p in dict.fromkeys((u, p) for phase in phases for u, p in enumerate(phase) if u < p):
+            ts = [t for t, phase in enumerate(phases) if phase[u] == p]
             self.pairs += 1
-            for t in range(len(phases)):
-                if self.c2 is None and (len(ts) > 1 or t not in ts and (
-                        phases[t][u] != -1 or phases[t][p] != -1 or
-                        interval(combine([(1, pres[t][u]), (1, pres[t][p])]), self.box, self.err)[1] >= 0)):
-                    self.c2 = f"block {b}: the pair of hidden units {u}, {p} (owner token {ts[0]}) in token {t}"
-                elif t not in ts and self.obligations is not None:
-                    self.obligations.append((b, t, combine([(1, pres[t][u]), (1, pres[t][p])]), -3))
+            if len(ts) > 1 and self.c2 is None:
+                self.c2 = f"block {b}: hidden units {u}, {p} form an identity pair in tokens {ts}"
+            for t in (t for t in range(len(phases)) if t not in ts):
+                both = combine([(1, pres[t][u]), (1, pres[t][p])])
+                if self.c2 is None and (phases[t][u] != -1 or phases[t][p] != -1 or
+                                        interval(both, self.box, self.err)[1] >= 0):
+                    self.c2 = (f"block {b}: the pair of hidden units {u}, {p} (owner token {ts[0]}) in token {t} is "
+                               "not both off with a negative sum on the domain")
+                elif self.obligations is not None:
+                    self.obligations.append((b, t, both, -3))
 
     def attention(self, b, heads, X, layer, hint, where):
         units, start = self.pieces[layer], self.starts[layer + 1]
@@ -406,13 +362,12 @@ class Walk:
         if all(f == v[0] for f in v):
             return None
         alphas = []
-        j = next(j for j, f in enumerate(v) if f != v[0])
+        j, c0 = next(j for j, f in enumerate(v) if f != v[0]), next(iter(value))
         for t, Xt in enumerate(X):
             q = [combine((a, Xt[c]) for c, a in r.items()) for r in query]
             if any(k != ONE for f in q for k in f):
                 raise Refuted(f"{at} token {t}: the query depends on the input")
             kappa = combine((f.get(ONE, 0), k) for f, k in zip(q, key))
-            c0 = next(iter(value))
             alpha = kappa.get(c0, 0) / value[c0]
             if not (alpha > 0 and kappa == {c: alpha * a for c, a in value.items()}):
                 s = [combine((a, Xk[c]) for c, a in kappa.items()) for Xk in X]
@@ -423,9 +378,6 @@ class Walk:
                     raise Refuted(f"{at} token {t}: the score is not a positive multiple of the value plus a constant")
             alphas.append(alpha)
         return min(alphas)
-
-
-# --- sizes (C4), the ln T bound (C5), statements ----------------------------------------------
 
 def sizes(net: Maxout, tf: Transformer) -> tuple[dict, dict]:
     """C4: Tf's sizes as the token-shift construction's closed formula gives them from M, and as built."""
@@ -442,7 +394,6 @@ def sizes(net: Maxout, tf: Transformer) -> tuple[dict, dict]:
              + sum((len(q) + len(k) + 2 * len(v)) * tf.width for heads in att for q, k, v, _ in heads)}
     return formula, built
 
-
 def ln_bound(v, T: int, where: str) -> Fraction:
     """U ≥ ln T, shown by a partial sum Σ_{k ≤ K} U^k/k! ≥ T of e^U (all terms are ≥ 0 for U ≥ 0)."""
     U = rational(v, where)
@@ -452,17 +403,16 @@ def ln_bound(v, T: int, where: str) -> Fraction:
     for k in range(1, 400):
         if total >= T:
             return U
-        term, total = term * U / k, total + term * U / k
+        term = term * U / k
+        total += term
     raise Refuted(f"ln_tokens_upper = {U} is not shown to be at least ln {T} (400 terms of the exponential series)")
-
 
 def domain(box) -> str:
     if len(box) > 1 and len(set(box)) == 1:
         return f"[{text(box[0][0])},{text(box[0][1])}]^{len(box)}"
     return " x ".join(f"[{text(lo)},{text(hi)}]" for lo, hi in box)
 
-
-def statement(claim: str, walk: Walk, net=None, tf=None, eps=None) -> str:
+def statement(claim: str, walk: Walk, net=None, tf=None, eps=None, formula=None) -> str:
     """The checker's own wording of each claim, filled in with what it recomputed."""
     if claim == "C1":
         return (f"every attention head of Tf ({walk.heads} heads, T = {walk.tf.tokens} tokens) is a max head: in each "
@@ -473,12 +423,12 @@ def statement(claim: str, walk: Walk, net=None, tf=None, eps=None) -> str:
                 "identity pairs ReLU(v) - ReLU(-v) = v is one in exactly one token, its owner; in every other token "
                 "both ReLUs are off and their pre-activations sum to less than 0, on the whole domain")
     if claim == "C3":
-        return (f"Tf(x) = M(x) for every x in {domain(walk.box[:len(walk.net.box)])}: in every block and token each "
+        return (f"Tf(x) = M(x) for every x in {domain(walk.net.box)}: in every block and token each "
                 "ReLU has a fixed phase on the domain or is half of an identity pair, so each block is affine per "
                 "token; the values of each head over the tokens are exactly the pieces of its unit (C1), and the "
                 f"read-out of token {walk.tf.token} equals M's read-out")
     if claim == "C4":
-        f, n = sizes(net, tf)[0], [len(net.box)] + [len(layer) for layer in net.layers]
+        f, n = formula, [len(net.box)] + [len(layer) for layer in net.layers]
         source = sum(len(u) * (n[l] + 1) for l, layer in enumerate(net.layers) for u in layer) + len(net.readout) * (n[-1] + 1)
         return (f"Tf has {len(f['blocks'])} blocks (feed-forward, attention, feed-forward per layer of M), "
                 f"T = {f['tokens']} tokens (the largest rank), heads {f['heads']} (the layer widths), width {f['width']} "
@@ -489,20 +439,15 @@ def statement(claim: str, walk: Walk, net=None, tf=None, eps=None) -> str:
             f"every fixed ReLU phase kept under the perturbation, and each head adds at most ln T/(lambda alpha) <= "
             f"{text(walk.ln_tokens)}/(lambda alpha) (lemma (a), proofs/softmax.md; alpha the head's score scale)")
 
-
-# --- certificates -------------------------------------------------------------------------------
-
 class Result(NamedTuple):
     code: int            # 0 every claim holds, 1 a claim fails or is missing, 2 not a certificate
     claims: list         # [(claim, holds, the checker's statement or why it fails)]
     known: str           # what is now known, in words (code 0); why not (1); the one-line error (2)
-
     ok = property(lambda self: self.code == 0, doc="every check of the certificate holds")
 
-
 def derive(doc, at: str = "", smt: bool = False):
-    """Re-derive every claim of the certificate's kind from its models and hints: the kind, the
-    models, ``{claim: (holds, statement or reason)}`` and the walk (None if it stopped)."""
+    """Every claim of the certificate's kind re-derived from its models and hints (``derived``: {claim:
+    (holds, statement or reason)}), with the kind, models, given claims and walk (None if it stopped)."""
     fields(doc, at.rstrip(": ") or "certificate", ("format", "kind", "maxout", "transformer", "claims", "hints"))
     if doc["format"] != FORMAT:
         _fail(f"{at}format", f"expected {FORMAT!r} (certify again to update an older certificate)")
@@ -528,12 +473,12 @@ def derive(doc, at: str = "", smt: bool = False):
         if claim == "C4":
             formula, built = sizes(net, tf)
             diff = next((k for k in formula if formula[k] != built[k]), None)
-            derived[claim] = (True, statement(claim, walk, net, tf)) if diff is None else \
+            derived[claim] = (True, statement(claim, walk, net, tf, formula=formula)) if diff is None else \
                 (False, f"Tf's {diff} {built[diff]} differ from the closed formula's {formula[diff]}")
         elif walk is None:
             derived[claim] = (False, reason)
         elif claim == "C2" and walk.c2:
-            derived[claim] = (False, f"{walk.c2}: not both off with a negative sum, or a pair in two tokens")
+            derived[claim] = (False, walk.c2)
         elif claim == "C5":
             eps = rational(given.get("C5", {}).get("eps"), f"{at}claims (C5).eps")
             derived[claim] = (walk.bound <= eps, statement(claim, walk, net, tf, eps) if walk.bound <= eps else
@@ -542,18 +487,12 @@ def derive(doc, at: str = "", smt: bool = False):
             derived[claim] = (True, statement(claim, walk, net, tf))
     return kind, net, tf, given, derived, walk
 
-
 def verify(doc, at: str = "", maxout=None, transformer=None, smt: bool = False) -> Result:
     """Check a parsed certificate (and bind it to the model files given); never raises Refuted."""
     kind, net, tf, given, derived, walk = derive(doc, at, smt)
-    claims = []
-    for claim, (holds, words) in derived.items():
-        if claim not in given:
-            claims.append((claim, False, f"missing: a {kind} certificate must contain {', '.join(CLAIMS[kind])}"))
-        elif holds and given[claim]["statement"] != words:
-            claims.append((claim, False, f"the certificate's statement is not the checker's, which is: {words}"))
-        else:
-            claims.append((claim, holds, words))
+    claims = [(c, False, f"missing: a {kind} certificate must contain {', '.join(CLAIMS[kind])}") if c not in given else
+              (c, False, f"the certificate's statement is not the checker's, which is: {w}")
+              if h and given[c]["statement"] != w else (c, h, w) for c, (h, w) in derived.items()]
     claims += [(c, False, f"not a claim of a {kind} certificate") for c in given if c not in derived]
     for path, embedded, reader in ((maxout, net, read_maxout), (transformer, tf, read_transformer)):
         if path is not None and reader(load(path), f"{path}: model") != embedded:
@@ -566,7 +505,6 @@ def verify(doc, at: str = "", maxout=None, transformer=None, smt: bool = False) 
         return Result(1, claims, f"nothing is known: {sum(not h for _, h, _ in claims)} of {len(claims)} checks fail")
     return Result(0, claims, f"Tf(x) = M(x) for every x in {box} (C1-C4)" if kind == "equality" else
                   f"|Tf(x) - M(x)| <= {given['C5']['eps']} for every x in {box}, softmax lambda = {text(tf.scale)} (C5)")
-
 
 def check_file(path, maxout=None, transformer=None, smt: bool = False) -> Result:
     claim = "certificate"
@@ -582,6 +520,15 @@ def check_file(path, maxout=None, transformer=None, smt: bool = False) -> Result
     except Refuted as e:
         return Result(1, [(claim, False, str(e))], f"nothing is known: {e}")
 
+def add_parser(sub):
+    p = sub.add_parser("check", help="re-verify certificates with the independent standard-library checker")
+    p.add_argument("certificates", nargs="+", help="certificate files, or folders of *cert*.json files")
+    p.add_argument("--maxout", metavar="NET", help="bind: the embedded Maxout net must be this file's")
+    p.add_argument("--transformer", metavar="TF", help="bind: the embedded Transformer must be this file's")
+    p.add_argument("--smt", action="store_true", help="also prove the obligations with Z3, queries built from the models")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every claim's statement")
+    p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report (one case per claim)")
+    return p
 
 def run(args) -> int:
     """``exactform check``: one line per certificate as it is checked, its failures, what is known."""
@@ -593,8 +540,7 @@ def run(args) -> int:
         return 2
     results = []
     for f in files:
-        r = check_file(f, args.maxout, args.transformer, args.smt)
-        results.append(r)
+        results.append(r := check_file(f, args.maxout, args.transformer, args.smt))
         if r.code == 2:
             print(f"exactform: error: {r.known}", file=sys.stderr, flush=True)
             continue

@@ -1,8 +1,7 @@
-"""The ``exactform`` command.  Exit codes: 0 proved/done, 1 refuted, a failed check or ``--timeout``,
-2 bad input or usage (one line, never a traceback), 141 stdout closed by its reader (``| head``).
-``exactform check`` without ``--timeout`` loads only the standard-library checker."""
-from __future__ import annotations
-
+"""The ``exactform`` command: exit 0 done, 1 refuted / failed / ``--timeout``, 2 bad input (one line), 141
+stdout closed (``| head``).  ``exactform check`` without ``--timeout`` loads only the standard-library checker."""
+import argparse
+import os
 import sys
 
 
@@ -10,31 +9,18 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv[:1] == ["check"] and "--timeout" not in argv:
-            import argparse
-
-            from .checker import run
-            from .commands import check
+            from .checker import add_parser, run
             parser = argparse.ArgumentParser(prog="exactform")
-            check.add_parser(parser.add_subparsers(dest="command", required=True))
+            add_parser(parser.add_subparsers(dest="command", required=True))
             code = run(parser.parse_args(argv))
         else:
             from .deadline import main as run_command
             code = run_command(argv)
         sys.stdout.flush()
         return code
-    except BrokenPipeError:
-        return closed_pipe()
+    except BrokenPipeError:             # the reader closed stdout: stop quietly, and let no later flush complain
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         print("exactform: interrupted", file=sys.stderr)
         return 130
-
-
-def closed_pipe() -> int:
-    """The reader closed stdout (``| head``): stop quietly, and let no later flush complain."""
-    import os
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 141
-
-
-if __name__ == "__main__":
-    sys.exit(main())

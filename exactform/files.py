@@ -39,25 +39,24 @@ def _umask() -> int:
 def output_file(path: str | os.PathLike, option: str = "") -> Path:
     """``path`` as a place for a new or replaced regular file, checked before any work: not empty,
     its folder exists, and it is not a folder, device, FIFO or socket (``InputError`` otherwise)."""
-    name = option or str(path)
-    if not str(path):
-        raise InputError(name, "", "empty path")
-    target = Path(path)
-    if target.exists() and not target.is_file():
-        raise InputError(name, "", f"{path} is {_file_kind(target)}, not a regular file")
+    target = _checked(path, option, Path.is_file, "a regular file")
     if not target.resolve().parent.is_dir():
-        raise InputError(name, "", f"{path}: no folder {target.parent}")
+        raise InputError(option or str(path), "", f"{path}: no folder {target.parent}")
     return target
 
 
 def output_folder(path: str | os.PathLike, option: str = "") -> Path:
     """``path`` as a folder to write into (created later if missing), checked before any work."""
-    name = option or str(path)
+    return _checked(path, option, Path.is_dir, "a folder")
+
+
+def _checked(path, option: str, is_kind, noun: str) -> Path:
+    """``path``, not empty and, where something already exists there, ``noun``."""
     if not str(path):
-        raise InputError(name, "", "empty path")
+        raise InputError(option or str(path), "", "empty path")
     target = Path(path)
-    if target.exists() and not target.is_dir():
-        raise InputError(name, "", f"{path} is {_file_kind(target)}, not a folder")
+    if target.exists() and not is_kind(target):
+        raise InputError(option or str(path), "", f"{path} is {_file_kind(target)}, not {noun}")
     return target
 
 

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "exactform.cli", *map(str, args)], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "exactform", *map(str, args)], capture_output=True, text=True)
 
 
 def _cancellation_onnx(path):

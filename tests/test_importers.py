@@ -19,7 +19,7 @@ UNIT = [(Fraction(-1), Fraction(1))]
 
 
 def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "exactform.cli", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "exactform", *args], capture_output=True, text=True, cwd=cwd)
 
 
 def random_points(n, dim, seed=0):

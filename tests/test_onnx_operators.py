@@ -196,7 +196,7 @@ def test_denormal_chain_beyond_the_digit_limit_is_refused(tmp_path):
 def test_unsupported_operator_names_node_operator_and_set(tmp_path):
     from onnx import helper
     path = _graph(tmp_path / "s.onnx", [helper.make_node("Sigmoid", ["x"], ["y"], name="act")], {}, [1, 2], [1, 2], 13)
-    r = subprocess.run([sys.executable, "-m", "exactform.cli", "import", path, "--domain", "-1:1", "-o",
+    r = subprocess.run([sys.executable, "-m", "exactform", "import", path, "--domain", "-1:1", "-o",
                         str(tmp_path / "o.json")], capture_output=True, text=True)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "'act'" in r.stderr and "'Sigmoid'" in r.stderr and "MaxPool" in r.stderr
@@ -228,6 +228,6 @@ def test_malformed_nodes_are_one_line(tmp_path, node, message):
     inits = {"s": np.array([3], np.int64), "k": np.ones((1, 3, 1), np.float32)}
     path = _graph(tmp_path / "m.onnx", [helper.make_node(op, ins, outs, **attrs)],
                   {k: v for k, v in inits.items() if k in ins}, [1, 2], [1, 2], 13)
-    r = subprocess.run([sys.executable, "-m", "exactform.cli", "import", path, "--domain", "-1:1", "-o",
+    r = subprocess.run([sys.executable, "-m", "exactform", "import", path, "--domain", "-1:1", "-o",
                         str(tmp_path / "o.json")], capture_output=True, text=True)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.stderr
