@@ -25,7 +25,7 @@ def step(name, fn):
 
 
 def cli(*args) -> int:
-    r = subprocess.run([sys.executable, "-m", "exactform.cli", *args], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "exactform", *args], capture_output=True, text=True)
     if r.returncode:
         print(r.stdout + r.stderr, end="")
     return r.returncode

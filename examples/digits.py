@@ -26,7 +26,7 @@ def step(name, fn):
 
 
 def cli(*args) -> int:
-    r = subprocess.run([sys.executable, "-m", "exactform.cli", *map(str, args)], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "exactform", *map(str, args)], capture_output=True, text=True)
     print(r.stdout + r.stderr, end="")
     return r.returncode
 

@@ -85,7 +85,7 @@ def test_onnx_export_runs_in_onnxruntime(tmp_path):
     net, tf = acas()
     tf_path = tmp_path / "tf.json"
     tf_path.write_text(json.dumps(tf.to_json()))
-    r = subprocess.run([sys.executable, "-m", "exactform.cli", "export", str(tf_path), "-o", str(tmp_path / "tf.onnx")],
+    r = subprocess.run([sys.executable, "-m", "exactform", "export", str(tf_path), "-o", str(tmp_path / "tf.onnx")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     pts = points(200, 5, seed=7)
@@ -100,12 +100,12 @@ def test_eval_cli_torch_backend(tmp_path):
     net = MaxoutNet(box, [MaxoutLayer([[[F(1)], [F(-1)]]], [[F(0), F(0)]])], [[F(1)]], [F(0)])   # |x|
     (tmp_path / "net.json").write_text(json.dumps(net.to_json()))
     (tmp_path / "p.json").write_text(json.dumps([["-1/2"], ["1/3"]]))
-    r = subprocess.run([sys.executable, "-m", "exactform.cli", "eval", str(tmp_path / "net.json"), "--points",
+    r = subprocess.run([sys.executable, "-m", "exactform", "eval", str(tmp_path / "net.json"), "--points",
                         str(tmp_path / "p.json"), "--backend", "torch", "--json"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)["outputs"]
     assert out[0] == [0.5] and abs(out[1][0] - 1 / 3) < 1e-7
-    r = subprocess.run([sys.executable, "-m", "exactform.cli", "eval", str(tmp_path / "net.json"), "--points",
+    r = subprocess.run([sys.executable, "-m", "exactform", "eval", str(tmp_path / "net.json"), "--points",
                         str(tmp_path / "p.json"), "--backend", "torch"], capture_output=True, text=True)
     assert "float32" in r.stdout
 
