@@ -73,8 +73,10 @@ def items(v, where, n=None, nonempty=False):
         _fail(where, f"expected a {'non-empty ' if nonempty else ''}list{'' if n is None else f' of {n} entries'}")
     return v
 
-def rational(v, where, i=None) -> Fraction:
-    """A canonical rational string: ``-?N(/D)?``, reduced, D > 1, at most MAX_DIGITS digits each."""
+def rational(v, where, i=None, _seen={}) -> Fraction:
+    """A canonical rational string ``-?N(/D)?``: reduced, D > 1, ≤ MAX_DIGITS digits each (``_seen``: those read)."""
+    if type(v) is str and v in _seen:
+        return _seen[v]
     at = where if i is None else f"{where}[{i}]"
     if not isinstance(v, str) or isinstance(v, _Float):
         _fail(at, f"float literal {v[:40]} (rationals are strings such as \"-7/12\")" if isinstance(v, _Float)
@@ -85,7 +87,7 @@ def rational(v, where, i=None) -> Fraction:
     p, d = int(m[2]), int(m[3] or 1)
     if (m[3] and d == 1) or math.gcd(p, d) != 1 or (m[1] and p == 0):
         _fail(at, f"{v[:40]!r} is not canonical (reduced, denominator > 1, no '-0')")
-    return Fraction(-p if m[1] else p, d)
+    return _seen.setdefault(v, Fraction(-p if m[1] else p, d))
 
 def row(v, where, n) -> dict:
     """The non-zero entries {index: value} of a length-n vector, dense or ``{"length", "index", "value"}``."""
@@ -208,8 +210,9 @@ def combine(terms, constant=0) -> dict:
     """Σ a·form + constant over ``terms = [(a, form)]``, zero coefficients dropped."""
     out = {ONE: constant} if constant else {}
     for a, form in terms:
-        for k, x in form.items():
-            out[k] = out.get(k, 0) + (x if a == 1 else a * x)
+        for k, x in form.items():   # products by 1 and sums with a new key skipped: Fraction arithmetic is slow
+            y = x if a == 1 else a if x == 1 and type(a) is Fraction else a * x
+            out[k] = out[k] + y if k in out else y
     return {k: x for k, x in out.items() if x}
 
 def form_of(weights: dict, bias, start: int) -> dict:
@@ -228,8 +231,8 @@ def interval(form, box, err=None) -> tuple:
     lo = hi = form.get(ONE, Fraction(0))
     for k, a in form.items():
         if k != ONE:
-            l, h = box[k]
-            lo, hi = (lo + a * l, hi + a * h) if a > 0 else (lo + a * h, hi + a * l)
+            l, h = box[k] if a > 0 else box[k][::-1]
+            lo, hi = (lo + a * l if l else lo), (hi + a * h if h else hi)
     s = slack(form, err) if err else 0
     return lo - s, hi + s
 
@@ -545,9 +548,7 @@ def run(args) -> int:
             print(f"exactform: error: {r.known}", file=sys.stderr, flush=True)
             continue
         print(f"{f}: " + ", ".join(f"{c} {'holds' if h else 'FAILS'}" for c, h, _ in r.claims))
-        for c, h, words in r.claims:
-            if not h or args.verbose:
-                print(f"  {c}: {words}")
+        print("".join(f"  {c}: {words}\n" for c, h, words in r.claims if not h or args.verbose), end="")
         print(f"{f}: {r.known}", flush=True)
     if len(files) > 1:
         print(f"{sum(h for r in results for _, h, _ in r.claims)} of {sum(len(r.claims) for r in results)} claims "

@@ -120,6 +120,25 @@ class Reader:
             previous = k
         return out
 
+    def sparse_row(self, length: int) -> dict[int, Fraction]:
+        """A length-``length`` vector, dense or sparse in the file, as ``{index: value}`` of its non-zeros."""
+        values = self.value
+        if isinstance(values, list) and len(values) == length:
+            try:
+                return {i: q for i, v in enumerate(values) if v != "0" and (q := _parse_cached(v))}
+            except (RationalSyntaxError, TypeError):
+                pass  # the per-entry path names the offending index
+        if isinstance(values, dict):
+            self.dict({"length", "index", "value"})
+            if self.field("length").int(minimum=0) > MAX_SPARSE_LENGTH:
+                raise self.field("length").error(f"more than {MAX_SPARSE_LENGTH} entries (documented size limit)")
+        dense = self.vector(length, sparse=True)
+        return {i: q for i, q in enumerate(dense) if q}
+
+    def sparse_rows(self, rows: int | None, cols: int) -> list[dict[int, Fraction]]:
+        """A matrix of ``cols`` columns, each row as ``sparse_row``."""
+        return [r.sparse_row(cols) for r in self.list(rows)]
+
     def matrix(self, rows: int | None = None, cols: int | None = None, sparse: bool = False) -> list[list[Fraction]]:
         out = [r.vector(cols, sparse) for r in self.list(rows)]
         if cols is None and out and any(len(r) != len(out[0]) for r in out):
@@ -222,6 +241,18 @@ def encode_row(values: list[Fraction]) -> list[str] | dict:
 
 def encode_rows(rows: list[list[Fraction]]) -> list:
     return [encode_row(r) for r in rows]
+
+
+def encode_sparse_row(row: dict[int, Fraction], length: int) -> list[str] | dict:
+    """``encode_row`` of the length-``length`` vector with the non-zeros ``row``: the same text."""
+    nonzero = sorted(i for i, v in row.items() if v)
+    if length >= 8 and 2 * len(nonzero) < length:
+        return {"length": length, "index": nonzero, "value": [format_rational(row[i]) for i in nonzero]}
+    return [format_rational(row[i]) if i in row else "0" for i in range(length)]
+
+
+def encode_sparse_rows(rows: list[dict[int, Fraction]], length: int) -> list:
+    return [encode_sparse_row(r, length) for r in rows]
 
 
 MAX_SPARSE_LENGTH = 10 ** 6
