@@ -220,9 +220,6 @@ def form_of(weights: dict, bias, start: int) -> dict:
     """The affine form ``Σ a_c·x_{start+c} + bias`` of a row over the variables from ``start`` on."""
     return combine([(1, {start + c: a for c, a in weights.items()})], bias)
 
-def negated(form: dict) -> dict:
-    return {k: -x for k, x in form.items()}
-
 def slack(form, err) -> Fraction:
     """Σ |a_k|·err_k: how far the form moves when each variable k moves by at most err_k."""
     return sum((abs(a) * err[k] for k, a in form.items() if k != ONE and err[k]), Fraction(0))
@@ -295,7 +292,7 @@ class Walk:
             terms = [[(1, f)] for f in Xt]
             for u, p in enumerate(phase):
                 if p >= 0:          # an identity pair with hidden unit p: ReLU(v) − ReLU(−v) = v
-                    if p == u or phase[p] != u or pres[p] != negated(pres[u]) or columns[p] != negated(columns[u]):
+                    if p == u or phase[p] != u or combine([(1, pres[p]), (1, pres[u])]) or combine([(1, columns[p]), (1, columns[u])]):
                         raise Refuted(f"block {b} token {t}: hidden units {u} and {p} are not an identity pair")
                 else:               # -1 off (pre ≤ 0), -2 on (pre ≥ 0) over the box, perturbation included
                     lo, hi = interval(pres[u], self.box, self.err)

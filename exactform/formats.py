@@ -96,9 +96,9 @@ class Reader:
                 pass  # the per-entry path below names the offending index
         return [r.rational() for r in self.list(length)]
 
-    def _sparse_vector(self, length: int | None) -> list[Fraction]:
-        """``{"length": n, "index": [...], "value": [...]}``: strictly increasing indices in
-        ``[0, n)``, canonical non-zero rationals of the same count; unlisted entries are 0."""
+    def _sparse(self, length: int | None, entry) -> tuple[int, dict]:
+        """``{"length": n, "index": [...], "value": [...]}``: n ≤ ``MAX_SPARSE_LENGTH``, strictly
+        increasing indices in ``[0, n)`` and one value each, read by ``entry``; ``(n, {index: value})``."""
         self.dict({"length", "index", "value"})
         n = self.field("length").int(minimum=0)
         if length is not None and n != length:
@@ -107,33 +107,33 @@ class Reader:
             raise self.field("length").error(f"more than {MAX_SPARSE_LENGTH} entries (documented size limit)")
         indices = self.field("index").list()
         values = self.field("value").list(len(indices))
-        out = [ZERO] * n
-        previous = -1
+        out, previous = {}, -1
         for r, v in zip(indices, values):
             k = r.int(minimum=0)
             if k <= previous or k >= n:
                 raise r.error(f"expected an index in ({previous}, {n}) (strictly increasing, below length), got {k}")
-            q = v.rational()
-            if q == 0:
-                raise v.error("a listed entry must be non-zero (leave zeros out)")
+            previous, out[k] = k, entry(v)
+        return n, out
+
+    def _sparse_vector(self, length: int | None) -> list[Fraction]:
+        """A sparse vector (``_sparse``) of canonical non-zero rationals; unlisted entries are 0."""
+        n, entries = self._sparse(length, _listed_rational)
+        out = [ZERO] * n
+        for k, q in entries.items():
             out[k] = q
-            previous = k
         return out
 
     def sparse_row(self, length: int) -> dict[int, Fraction]:
         """A length-``length`` vector, dense or sparse in the file, as ``{index: value}`` of its non-zeros."""
         values = self.value
+        if isinstance(values, dict):
+            return self._sparse(length, _listed_rational)[1]
         if isinstance(values, list) and len(values) == length:
             try:
                 return {i: q for i, v in enumerate(values) if v != "0" and (q := _parse_cached(v))}
             except (RationalSyntaxError, TypeError):
                 pass  # the per-entry path names the offending index
-        if isinstance(values, dict):
-            self.dict({"length", "index", "value"})
-            if self.field("length").int(minimum=0) > MAX_SPARSE_LENGTH:
-                raise self.field("length").error(f"more than {MAX_SPARSE_LENGTH} entries (documented size limit)")
-        dense = self.vector(length, sparse=True)
-        return {i: q for i, q in enumerate(dense) if q}
+        return {i: q for i, q in enumerate(self.vector(length)) if q}
 
     def sparse_rows(self, rows: int | None, cols: int) -> list[dict[int, Fraction]]:
         """A matrix of ``cols`` columns, each row as ``sparse_row``; the list of rows may itself be
@@ -145,20 +145,8 @@ class Reader:
 
     def _sparse_list(self, length: int | None) -> list["Reader | None"]:
         """The entries of a sparse list of rows, None where unlisted."""
-        self.dict({"length", "index", "value"})
-        n = self.field("length").int(minimum=0)
-        if length is not None and n != length:
-            raise self.field("length").error(f"expected {length}, got {n}")
-        if n > MAX_SPARSE_LENGTH:
-            raise self.field("length").error(f"more than {MAX_SPARSE_LENGTH} entries (documented size limit)")
-        out: list[Reader | None] = [None] * n
-        previous = -1
-        for r, v in zip(self.field("index").list(), self.field("value").list(len(self.field("index").list()))):
-            k = r.int(minimum=0)
-            if k <= previous or k >= n:
-                raise r.error(f"expected an index in ({previous}, {n}) (strictly increasing, below length), got {k}")
-            previous, out[k] = k, v
-        return out
+        n, entries = self._sparse(length, lambda v: v)
+        return [entries.get(k) for k in range(n)]
 
     def _listed(self, row):
         """A row listed in a sparse list of rows: not all zero (zero rows are left out)."""
@@ -182,10 +170,23 @@ def _kind(value: object) -> str:
     return repr(value) if isinstance(value, FloatLiteral) else type(value).__name__
 
 
-@functools.lru_cache(maxsize=1 << 16)
+def _listed_rational(v: Reader) -> Fraction:
+    """A value listed in a sparse vector: a canonical rational, not zero."""
+    try:
+        q = _parse_cached(v.value)
+    except (RationalSyntaxError, TypeError):
+        q = v.rational()                    # names the field
+    if q == 0:
+        raise v.error("a listed entry must be non-zero (leave zeros out)")
+    return q
+
+
+@functools.lru_cache(maxsize=1 << 16, typed=True)
 def _parse_cached(text: object) -> Fraction:
     """``parse_rational`` memoised (Fractions are immutable, so sharing them is safe); "0" is
     ``numbers.ZERO``."""
+    if isinstance(text, FloatLiteral):     # a JSON number (typed cache: never the string of the same text)
+        raise RationalSyntaxError("not a string")
     return ZERO if text == "0" else parse_rational(text)
 
 
