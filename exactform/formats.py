@@ -19,7 +19,7 @@ from pathlib import Path
 from .errors import InputError as InputError   # re-exported: commands raise formats.InputError
 from .files import WRITTEN as WRITTEN, output_file as output_file, output_folder as output_folder, write_text as write_text
 from .files import _file_kind
-from .numbers import ZERO, RationalSyntaxError, format_rational, parse_rational
+from .numbers import ZERO, ZERO_ROW, RationalSyntaxError, format_rational, parse_rational
 
 
 class Reader:
@@ -130,7 +130,7 @@ class Reader:
             return self._sparse(length, _listed_rational)[1]
         if isinstance(values, list) and len(values) == length:
             try:
-                return {i: q for i, v in enumerate(values) if v != "0" and (q := _parse_cached(v))}
+                return {i: q for i, v in enumerate(values) if v != "0" and (q := _parse_cached(v))} or ZERO_ROW
             except (RationalSyntaxError, TypeError):
                 pass  # the per-entry path names the offending index
         return {i: q for i, q in enumerate(self.vector(length)) if q}
@@ -140,8 +140,7 @@ class Reader:
         sparse (``encode_sparse_rows``), its unlisted rows all zero (one shared empty row)."""
         if not isinstance(self.value, dict):
             return [r.sparse_row(cols) for r in self.list(rows)]
-        zero: dict[int, Fraction] = {}
-        return [zero if r is None else r._listed(r.sparse_row(cols)) for r in self._sparse_list(rows)]
+        return [ZERO_ROW if r is None else r._listed(r.sparse_row(cols)) for r in self._sparse_list(rows)]
 
     def _sparse_list(self, length: int | None) -> list["Reader | None"]:
         """The entries of a sparse list of rows, None where unlisted."""
@@ -287,7 +286,7 @@ def encode_sparse_rows(rows: list[dict[int, Fraction]], length: int) -> list | d
     """A matrix by its rows (each ``encode_sparse_row``), the list of rows itself sparse by the same
     rule as a vector (at least 8 rows, fewer than half of them non-zero): ``{"length": m, "index":
     [i0, ...], "value": [row i0, ...]}``, the unlisted rows all zero."""
-    nonzero = [i for i, r in enumerate(rows) if any(r.values())]
+    nonzero = [i for i, r in enumerate(rows) if r and any(r.values())]
     if len(rows) >= 8 and 2 * len(nonzero) < len(rows):
         return {"length": len(rows), "index": nonzero, "value": [encode_sparse_row(rows[i], length) for i in nonzero]}
     return [encode_sparse_row(r, length) for r in rows]

@@ -11,10 +11,13 @@ import math
 import re
 import sys
 from fractions import Fraction
+from types import MappingProxyType
 
 import flint
 
 ZERO = Fraction(0)
+ZERO_ROW = MappingProxyType({})
+"""The all-zero sparse row ``{column: value}``, shared and read-only (a Transformer has millions)."""
 """The shared zero of models built in this process: ``row.count(ZERO)`` counts zeros at C speed
 when they are this object (other zeros still count, through ``Fraction.__eq__``)."""
 

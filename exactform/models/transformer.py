@@ -19,14 +19,15 @@ from ..numbers import ZERO, QMatrix, exact_point, format_rational, selection, to
 from .box import Box
 
 Rows = list[dict[int, Fraction]]
-"""A matrix by its rows, each the dict ``{column: value}`` of its non-zero entries; the column
-count is the block's (the width, the hidden size or a head's value size), so memory and every pass
-follow the non-zeros.  ``dense`` gives the list-of-lists form for small consumers."""
+"""A matrix by its rows, each the dict ``{column: value}`` of its non-zero entries (all-zero rows
+are often the shared read-only ``numbers.ZERO_ROW``); the column count is the block's (the width,
+the hidden size or a head's value size), so memory and every pass follow the non-zeros.  ``dense``
+gives the list-of-lists form for small consumers."""
 
 
 def sparse(rows) -> Rows:
-    """Rows given as dicts or as dense lists (as a caller may write them), as ``Rows``."""
-    return [row if isinstance(row, dict) else {j: v for j, v in enumerate(row) if v} for row in rows]
+    """Rows given as mappings or as dense lists (as a caller may write them), as ``Rows``."""
+    return [{j: v for j, v in enumerate(row) if v} if isinstance(row, list) else row for row in rows]
 
 
 def _sparse_fields(obj, *names: str) -> None:
