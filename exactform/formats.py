@@ -8,9 +8,11 @@ and write atomically so a failed command never leaves a half-written file.
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import json
 import os
+import zlib
 from fractions import Fraction
 from itertools import compress, repeat
 from operator import is_not
@@ -194,17 +196,19 @@ MAX_FILE_BYTES = 64 * 2**20
 
 
 def load_json(path: str | os.PathLike) -> Reader:
-    """Parse a JSON file; JSON floats, NaN and Infinity are rejected at parse time."""
+    """Parse a JSON file (gzip-compressed when its name ends in ``.gz``); JSON floats, NaN and
+    Infinity are rejected at parse time; at most ``MAX_FILE_BYTES`` are read, decompressed."""
     source = str(path)
     try:
         if Path(path).exists() and not Path(path).is_file():
             raise InputError(source, "", f"{_file_kind(Path(path))}, not a regular file")
-        if Path(path).stat().st_size > MAX_FILE_BYTES:
-            raise InputError(source, "", f"{Path(path).stat().st_size:,} bytes; the documented limit is "
-                             f"{MAX_FILE_BYTES:,}")
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(source, "", f"cannot read: {e.strerror if isinstance(e, OSError) else e}") from None
+        with (gzip.open if source.endswith(".gz") else open)(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise InputError(source, "", f"more than {MAX_FILE_BYTES:,} bytes; the documented limit")
+        text = data.decode("utf-8")
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
+        raise InputError(source, "", f"cannot read: {getattr(e, 'strerror', None) or e}") from None
     return parse_json(text, source)
 
 
