@@ -45,8 +45,7 @@ def load(path) -> object:
         raise Malformed(f"{path}: not JSON: {str(e)[:80]}") from None
 
 def _object(pairs):
-    out = dict(pairs)
-    if len(out) != len(pairs):
+    if len(out := dict(pairs)) != len(pairs):
         raise ValueError(f"duplicate key in {sorted(k for k, _ in pairs)[:5]}")
     return out
 
@@ -226,15 +225,16 @@ def slack(form, err) -> Fraction:
     """Σ |a_k|·err_k: how far the form moves when each variable k moves by at most err_k."""
     return sum((abs(a) * err[k] for k, a in form.items() if k != ONE and err[k]), Fraction(0))
 
+def dot(pairs) -> Fraction:
+    """Σ a·b exactly, as one integer sum over the common denominator (one Fraction, not one per term)."""
+    terms = [(a.numerator * b.numerator, a.denominator * b.denominator) for a, b in pairs if b]
+    den = math.lcm(1, *(d for _, d in terms))
+    return Fraction(sum(n * (den // d) for n, d in terms), den)
+
 def interval(form, box, err=None) -> tuple:
     """Exact bounds of the form over the box of its variables, widened by ``slack(form, err)``."""
-    lo = hi = form.get(ONE, Fraction(0))
-    for k, a in form.items():
-        if k != ONE:
-            l, h = box[k] if a > 0 else box[k][::-1]
-            lo, hi = (lo + a * l if l else lo), (hi + a * h if h else hi)
-    s = slack(form, err) if err else 0
-    return lo - s, hi + s
+    ends, s = [(a, box[k] if a > 0 else box[k][::-1]) for k, a in form.items() if k != ONE], slack(form, err) if err else 0
+    return (form.get(ONE, 0) + dot((a, e[0]) for a, e in ends) - s, form.get(ONE, 0) + dot((a, e[1]) for a, e in ends) + s)
 
 def text(q) -> str:
     if max(q.numerator.bit_length(), q.denominator.bit_length()) > 13000:
@@ -248,14 +248,12 @@ class Walk:
 
     def __init__(self, net: Maxout, tf: Transformer, hints: dict, at: str, ln_tokens=None, record=False):
         self.net, self.tf, self.hints, self.at, self.ln_tokens = net, tf, hints, at, ln_tokens
-        self.heads = self.pairs = 0
-        self.c2 = None                                   # the first token-shift defect, if any
+        self.heads, self.pairs, self.c2 = 0, 0, None     # c2: the first token-shift defect, if any
         self.obligations = [] if record else None         # (block, token, form, sign ≥ 0 or ≤ 0) for --smt
         self.box, self.starts, self.pieces = list(net.box), [0], []
         for layer in net.layers:
             start = self.starts[-1]
-            forms = [[form_of(w, b, start) for w, b in unit] for unit in layer]
-            self.pieces.append(forms)
+            self.pieces.append(forms := [[form_of(w, b, start) for w, b in unit] for unit in layer])
             self.starts.append(len(self.box))
             self.box += [(max(lo for lo, _ in ivs), max(hi for _, hi in ivs))
                          for ivs in ([interval(f, self.box) for f in unit] for unit in forms)]
@@ -294,7 +292,7 @@ class Walk:
             terms = [[(1, f)] for f in Xt]
             for u, p in enumerate(phase):
                 if p >= 0:          # an identity pair with hidden unit p: ReLU(v) − ReLU(−v) = v
-                    if p == u or phase[p] != u or combine([(1, pres[p]), (1, pres[u])]) or combine([(1, columns[p]), (1, columns[u])]):
+                    if p == u or phase[p] != u or pres[p] != {k: -x for k, x in pres[u].items()} or columns[p] != {k: -x for k, x in columns[u].items()}:
                         raise Refuted(f"block {b} token {t}: hidden units {u} and {p} are not an identity pair")
                 else:               # -1 off (pre ≤ 0), -2 on (pre ≥ 0) over the box, perturbation included
                     lo, hi = interval(pres[u], self.box, self.err)
