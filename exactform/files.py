@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import InputError
@@ -14,14 +15,22 @@ WRITTEN: list[str] = []
 
 
 def write_text(path: str | os.PathLike, text) -> None:
-    """Write ``text`` (a string, or an iterable of strings written as they come) to a temporary
-    file in the same folder, then rename it over ``path`` (atomic).  Only a regular file is ever
-    replaced (``output_file``)."""
+    """Write ``text`` (a string, or an iterable of strings written as they come) atomically
+    (``replacing``)."""
+    with replacing(path) as f:
+        f.writelines([text] if isinstance(text, str) else text)
+
+
+@contextmanager
+def replacing(path: str | os.PathLike):
+    """``with replacing(path) as f: ...`` writes to a temporary file in the same folder (text,
+    UTF-8, seekable), renamed over ``path`` when the block ends normally and removed otherwise
+    (atomic).  Only a regular file is ever replaced (``output_file``)."""
     target = output_file(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.writelines([text] if isinstance(text, str) else text)
+            yield f
         os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes 0600; give the mode a plain open() would
         os.replace(tmp, target)
     except BaseException:
