@@ -212,6 +212,8 @@ class CellStream:
         each side: a side with one cell has all of C ∩ H as its facet, which holds the facet of
         every cell of the other side (facets, not ``Polytope`` constraints, are registered)."""
         sides = [{n for n, _, _ in side} for side in (plus, minus)]
+        if not plus or not minus:
+            return []
         if unmasked and not isinstance(plus[0][1], Polytope) and min(map(len, sides)) == 1:
             return [(n, m) for n in sides[0] for m in sides[1]]
         return facet_pairs(plus, minus, forms=self.forms)
