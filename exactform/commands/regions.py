@@ -45,7 +45,7 @@ def run(args) -> int:
         raise InputError("--max-regions", "", "expected a positive integer")
     try:
         if args.cells:          # streamed by one process; the plot needs all cells at once
-            result = write_cells(args.cells, args.model, model, args.method, args.max_regions)
+            result = write_cells(args.cells, args.model, model, args.method, args.max_regions).count()
         if args.plot or not args.cells:
             result = count(model, args, parts=1 if args.plot else None)
     except ExecutorError as e:
@@ -80,9 +80,11 @@ def count(model, args, parts: int | None):
 def write_cells(path: str, source: str, model, method: str | None, max_cells: int | None):
     """A header line, then one line per cell (``geometry.complex.CellStream``), streamed into a
     temporary file renamed over ``path`` at the end; the header's place is reserved first (its
-    counts are known at the end) and filled in last, padded with spaces.  Returns the counts."""
+    counts are known at the end) and filled in last, padded with spaces.  Returns the finished
+    stream (``count()``, ``peak_held``)."""
     from ..files import replacing
     from ..geometry.complex import CellStream
+    from ..geometry.regions import METHODS
     from ..progress import Count
     stream = CellStream(model, method, max_cells)
 
@@ -90,13 +92,12 @@ def write_cells(path: str, source: str, model, method: str | None, max_cells: in
         return json.dumps({"format": "exactform/cells@1", "model": source, "input_dim": model.input_dim,
                            "cells": cells, **counts}, sort_keys=True)
     big = 10 ** 20
-    width = len(header(big, {"regions": big, "activation_regions": big, "method": "exact-double-description"}))
+    width = len(header(big, {"regions": big, "activation_regions": big, "method": max(METHODS.values(), key=len)}))
     with replacing(path) as f, Count("cells") as tick:
         f.write(" " * width + "\n")
         for line in stream:
             f.write(line)
             tick()
-        result = stream.count()
         f.seek(0)
-        f.write(header(stream.cells, result.to_json()).ljust(width))
-    return result
+        f.write(header(stream.cells, stream.count().to_json()).ljust(width))
+    return stream

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from ..models import Box
 from ..numbers import format_rational
-from .cells import Polygon, Polytope, Vertices, argmax_split, box_cell, difference, is_constant
+from .cells import Q, Polygon, Polytope, Vertices, argmax_split, box_cell, difference, is_constant
 from .facets import cell_facets, facet_pairs, plane
 from .regions import METHODS, RegionCount, RegionLimit, checked_method, program_of
 
@@ -149,9 +149,11 @@ class CellStream:
     def _split(self, decisions, i: int, chosen: list, start: int, planes: dict) -> Split:
         pieces = decisions[i]
         split = Split(decision_planes([pieces[j] for j in chosen]), start, start + len(decisions) - i, {})
+        for later in range(i + 1, len(decisions)):
+            if later not in planes:
+                planes[later] = decision_planes(decisions[later])
         for key in split.planes:
-            split.masked[key] = frozenset(start + 1 + a for a in range(len(decisions) - i - 1)
-                                          if key in planes.setdefault(i + 1 + a, decision_planes(decisions[i + 1 + a])))
+            split.masked[key] = frozenset(start + later - i for later in range(i + 1, len(decisions)) if key in planes[later])
             self.open.setdefault(key, []).append(split)
         return split
 
@@ -162,8 +164,8 @@ class CellStream:
             raise RegionLimit(f"more than {self.max_cells} activation cells; raise --max-regions to write them all")
         halfspaces, facets = cell_facets(cell)
 
-        def encode(rows):
-            return [[format_rational(v) for v in row] for row in rows]
+        def encode(rows):      # fmpq's own string is the canonical "p/q" (format_rational) and faster
+            return [[str(v) if isinstance(v, Q) else format_rational(v) for v in row] for row in rows]
         record = {"cell": n, "halfspaces": encode(halfspaces), "pattern": list(pattern), "output": encode(output)}
         if isinstance(cell, (Polygon, Vertices)):
             record["vertices"] = encode(cell.vertices)
