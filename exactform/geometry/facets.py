@@ -91,8 +91,9 @@ def adjacent_pairs(pieces: list, wanted, groups=None) -> set[tuple[int, int]]:
     keys: dict = {}
     for n, piece in enumerate(pieces):
         _, facets = cell_facets(piece.cell, every=True, keys=keys)
+        own = groups(n) if groups else (None,)
         for key, positive, facet in facets:
-            for group in (groups(n) if groups else (None,)):
+            for group in own:
                 sides.setdefault((key, group), ([], []))[0 if positive else 1].append((n, piece.cell, facet))
     forms: dict = {}
     return {pair for plus, minus in sides.values() for pair in facet_pairs(plus, minus, wanted, forms)}

@@ -314,21 +314,25 @@ def by_relation(pieces, pairs) -> tuple[list, list]:
             [(i, j) for i, j in pairs if pieces[i].pattern == pieces[j].pattern])
 
 
-def on_boundary(cell, box: Box) -> bool:
-    """Necessary for ``cell`` (inside ``box``) to share a facet with a cell outside ``box``: it
-    reaches a face of ``box`` along an edge (2-D) or at all (1-D; d-D by its vertices or exact LP)."""
+def boundary_cells(pieces: list, box: Box) -> list[int]:
+    """The pieces whose cell (inside ``box``) may share a facet with a cell outside ``box``
+    (necessary): it reaches a face of ``box`` along an edge (2-D) or at all (1-D; d-D by its
+    vertices or exact LP)."""
     lo, hi = [rational(v) for v in box.lower], [rational(v) for v in box.upper]
-    if isinstance(cell, Interval):
-        return cell.lo == lo[0] or cell.hi == hi[0]
-    if isinstance(cell, Polygon):
-        vs = cell.vertices
-        return any(u[k] == v[k] and v[k] in (lo[k], hi[k])
-                   for u, v in zip(vs, vs[1:] + vs[:1]) for k in (0, 1))
-    if isinstance(cell, Vertices):       # its first 2d constraints are the faces of box (box_cell)
-        faces = (1 << 2 * box.dim) - 1
-        return any(t & faces for t in cell.tight)
-    extremes = [cell._extremes(g) for g in coordinate_maps(box.dim)]
-    return any(a == lo[k] or b == hi[k] for k, (a, b) in enumerate(extremes))
+    faces = (1 << 2 * box.dim) - 1      # Vertices cells: the first 2d constraints are the box's (box_cell)
+
+    def reaches(cell) -> bool:
+        if isinstance(cell, Interval):
+            return cell.lo == lo[0] or cell.hi == hi[0]
+        if isinstance(cell, Polygon):
+            vs = cell.vertices
+            return any(u[k] == v[k] and v[k] in (lo[k], hi[k])
+                       for u, v in zip(vs, vs[1:] + vs[:1]) for k in (0, 1))
+        if isinstance(cell, Vertices):
+            return any(t & faces for t in cell.tight)
+        extremes = [cell._extremes(g) for g in coordinate_maps(box.dim)]
+        return any(a == lo[k] or b == hi[k] for k, (a, b) in enumerate(extremes))
+    return [n for n, p in enumerate(pieces) if reaches(p.cell)]
 
 
 @dataclass(frozen=True)
@@ -336,7 +340,7 @@ class BoxCells:
     """The cells of one sub-box, merged within it: cell n lies in local linear region
     ``maps[n]`` (of ``0..regions-1``) and local activation region ``patterns[n]`` (of
     ``0..activation_regions-1``); ``boundary`` lists every cell that may share a facet with a
-    cell of another sub-box (``on_boundary``)."""
+    cell of another sub-box (``boundary_cells``)."""
     pieces: list
     maps: list
     patterns: list
@@ -352,7 +356,7 @@ def merged_cells_in_box(model, box: Box, method: str | None = None, max_cells: i
     pairs = adjacent_pairs(pieces, lambda i, j: related(pieces[i], pieces[j]), lambda n: relation_keys(pieces[n]))
     same_map, same_pattern = by_relation(pieces, pairs)
     maps, patterns = component_labels(len(pieces), same_map), component_labels(len(pieces), same_pattern)
-    boundary = [n for n, p in enumerate(pieces) if on_boundary(p.cell, box)]
+    boundary = boundary_cells(pieces, box)
     return BoxCells(pieces, maps, patterns, max(maps, default=-1) + 1, max(patterns, default=-1) + 1, boundary)
 
 
