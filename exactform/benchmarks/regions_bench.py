@@ -126,39 +126,34 @@ def cells_rows(nets) -> list[dict]:
     """``regions --cells`` (``commands.regions.write_cells``) on each net in a fresh process:
     cells, the most cells held at once, seconds, file size and peak resident memory (the
     process's maximum RSS, and its RSS before the stream started: imports and model)."""
-    import multiprocessing
+    import subprocess
     import tempfile
-
-    from exactform.benchmarks import regions_bench     # the child imports it by name (spawn)
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for name, net in nets:
             model = f"{folder}/net.json"
             write_json(model, net.to_json())
-            receive, send = multiprocessing.Pipe(duplex=False)
-            child = multiprocessing.get_context("spawn").Process(target=regions_bench._cells_child, args=(model, f"{folder}/cells.jsonl", send))
-            child.start()
-            row = receive.recv()
-            child.join()
-            rows.append({"case": name, **row})
+            done = subprocess.run([sys.executable, "-c", CELLS_CHILD, model, f"{folder}/cells.jsonl"],
+                                  capture_output=True, text=True, check=True)
+            rows.append({"case": name, **json.loads(done.stdout)})
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return rows
 
 
-def _cells_child(model: str, out: str, send) -> None:
-    import os
-    import resource
-
-    from exactform.commands.regions import write_cells
-    from exactform.models import load_model
-    net = load_model(model)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    start = time.perf_counter()
-    stream = write_cells(out, model, net, None, None)
-    send.send({**stream.count().to_json(), "cells": stream.cells, "peak_held_cells": stream.peak_held,
-               "seconds": round(time.perf_counter() - start, 2), "file_MB": round(os.path.getsize(out) / 1e6, 1),
-               "rss_before_MB": round(before / 1024, 1),
-               "peak_rss_MB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)})
+CELLS_CHILD = """
+import json, os, resource, sys, time
+from exactform.commands.regions import write_cells
+from exactform.models import load_model
+model, out = sys.argv[1:]
+net = load_model(model)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+stream = write_cells(out, model, net, None, None)
+print(json.dumps({**stream.count().to_json(), "cells": stream.cells, "peak_held_cells": stream.peak_held,
+                  "seconds": round(time.perf_counter() - start, 2), "file_MB": round(os.path.getsize(out) / 1e6, 1),
+                  "rss_before_MB": round(before / 1024, 1),
+                  "peak_rss_MB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+"""
 
 
 CELL_NETS = [("sawtooth depth 10, 1-D", lambda: sawtooth(10)), ("sawtooth depth 14, 1-D", lambda: sawtooth(14)),
