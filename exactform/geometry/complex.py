@@ -11,8 +11,9 @@ cell Q across F lies in A: every pair of neighbours is found when A's subtree is
 the cells registered at A on H, on opposite sides of H (the same deepest split holds Q's facet).
 Two such cells share a facet only if they make the same choice at every later decision of A's
 stage whose hyperplanes do not include H (two faces on opposite closed sides of a hyperplane
-G ≠ H meet in at most G ∩ H): the candidates are grouped by those choices, and each candidate
-pair is decided exactly (``regions.facet_pairs``).
+G ≠ H meet in at most G ∩ H): the candidates are grouped by those choices.  A group whose side
+holds a single cell pairs it with every cell of the other side (``CellStream._pairs``); other
+candidate pairs are decided exactly (``facets.facet_pairs``).
 
 A cell is written once the last split holding one of its facets is finished.  What is held at any
 time: the current path (its cells, their states and open splits) and the cells with a facet on a
