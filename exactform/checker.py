@@ -20,14 +20,11 @@ MAX_LN_DIGITS = 60           # digits of the ln T bound, so its series check sta
 ONE = -1                     # key of the constant term of an affine form {variable: coefficient}
 _RATIONAL = re.compile(r"(-?)(0|[1-9][0-9]*)(?:/([1-9][0-9]*))?")
 
-class Malformed(Exception):
-    """Not a readable certificate or model (exit 2)."""
+class Malformed(Exception): """Not a readable certificate or model (exit 2)."""
 
-class Refuted(Exception):
-    """A claim does not follow from the certificate (exit 1)."""
+class Refuted(Exception): """A claim does not follow from the certificate (exit 1)."""
 
-class _Float(str):
-    """A JSON float literal or constant, kept so that the reader can name its field."""
+class _Float(str): """A JSON float literal or constant, kept so that the reader can name its field."""
 
 def load(path) -> object:
     """A JSON regular file of at most MAX_BYTES; floats and 40+-digit integers kept as markers to refuse."""
@@ -73,8 +70,10 @@ def items(v, where, n=None, nonempty=False):
         _fail(where, f"expected a {'non-empty ' if nonempty else ''}list{'' if n is None else f' of {n} entries'}")
     return v
 
-def rational(v, where, i=None) -> Fraction:
-    """A canonical rational string: ``-?N(/D)?``, reduced, D > 1, at most MAX_DIGITS digits each."""
+def rational(v, where, i=None, _seen={}) -> Fraction:
+    """A canonical rational string ``-?N(/D)?``: reduced, D > 1, ≤ MAX_DIGITS digits each (``_seen``: those read)."""
+    if type(v) is str and v in _seen:
+        return _seen[v]
     at = where if i is None else f"{where}[{i}]"
     if not isinstance(v, str) or isinstance(v, _Float):
         _fail(at, f"float literal {v[:40]} (rationals are strings such as \"-7/12\")" if isinstance(v, _Float)
@@ -85,14 +84,15 @@ def rational(v, where, i=None) -> Fraction:
     p, d = int(m[2]), int(m[3] or 1)
     if (m[3] and d == 1) or math.gcd(p, d) != 1 or (m[1] and p == 0):
         _fail(at, f"{v[:40]!r} is not canonical (reduced, denominator > 1, no '-0')")
-    return Fraction(-p if m[1] else p, d)
+    return _seen.setdefault(v, Fraction(-p if m[1] else p, d))
 
-def row(v, where, n) -> dict:
-    """The non-zero entries {index: value} of a length-n vector, dense or ``{"length", "index", "value"}``."""
+def row(v, where, n, entry=rational) -> dict:
+    """The non-zero entries {index: entry} of a length-n vector, dense or ``{"length", "index", "value"}``;
+    an entry is a rational, or a row when the vector is the list of rows of a matrix."""
     if isinstance(v, list):
         if len(v) != n:
             _fail(where, f"{len(v)} entries, expected {n}")
-        return {i: q for i, x in enumerate(v) if (q := rational(x, where, i))}
+        return {i: q for i, x in enumerate(v) if (q := entry(x, where, i))}
     fields(v, where, ("length", "index", "value"))
     index, value = items(v["index"], f"{where}.index"), items(v["value"], f"{where}.value", len(v["index"]))
     if integer(v["length"], f"{where}.length") != n:
@@ -100,7 +100,7 @@ def row(v, where, n) -> dict:
     out, last = {}, -1
     for k, (i, x) in enumerate(zip(index, value)):
         last = integer(i, f"{where}.index[{k}]", last + 1, n - 1)
-        if not (q := rational(x, f"{where}.value", k)):
+        if not (q := entry(x, f"{where}.value", k)):
             _fail(f"{where}.value[{k}]", "a listed sparse entry is zero")
         out[i] = q
     return out
@@ -109,12 +109,16 @@ def dense(v, where, n) -> list:
     r = row(v, where, n)
     return [r.get(i, Fraction(0)) for i in range(n)]
 
-def matrix(v, where, rows, cols) -> list:
-    return [row(r, f"{where}[{i}]", cols) for i, r in enumerate(items(v, where, rows))]
+def matrix(v, where, rows, cols, nonempty=False) -> list:
+    """``rows`` rows (any number if None) of ``cols`` entries; all-zero rows may be left out of a sparse list."""
+    n = rows if rows is not None else len(items(v, where, nonempty=nonempty)) if isinstance(v, list) else \
+        integer(fields(v, where, ("length", "index", "value"))["length"], f"{where}.length", int(nonempty))
+    r, zero = row(v, where, n, lambda x, at, i: row(x, f"{at}[{i}]", cols)), {}
+    return [r.get(i, zero) for i in range(n)]
 
 def affine_rows(weight, bias, wat, bat, cols) -> list:
     """``[(weights, bias)]``: a non-empty list of rows of length ``cols`` and one bias per row."""
-    rows = matrix(items(weight, wat, nonempty=True), wat, None, cols)
+    rows = matrix(weight, wat, None, cols, nonempty=True)
     return list(zip(rows, dense(bias, bat, len(rows))))
 
 def box(v, where, n) -> list:
@@ -199,17 +203,17 @@ def read_transformer(v, where) -> Transformer:
 
 def head(h, at, w) -> tuple:
     """``(query, key, value, output)`` of a head with at least one query row and one value row."""
-    query = matrix(items(fields(h, at, ("query", "key", "value", "output"))["query"], f"{at}.query", nonempty=True),
-                   f"{at}.query", None, w)
-    value = matrix(items(h["value"], f"{at}.value", nonempty=True), f"{at}.value", None, w)
+    query = matrix(fields(h, at, ("query", "key", "value", "output"))["query"], f"{at}.query", None, w, True)
+    value = matrix(h["value"], f"{at}.value", None, w, True)
     return query, matrix(h["key"], f"{at}.key", len(query), w), value, matrix(h["output"], f"{at}.output", w, len(value))
 
 def combine(terms, constant=0) -> dict:
     """Σ a·form + constant over ``terms = [(a, form)]``, zero coefficients dropped."""
     out = {ONE: constant} if constant else {}
     for a, form in terms:
-        for k, x in form.items():
-            out[k] = out.get(k, 0) + (x if a == 1 else a * x)
+        for k, x in form.items():   # products by 1 and sums with a new key skipped: Fraction arithmetic is slow
+            y = x if a == 1 else a if x == 1 and type(a) is Fraction else a * x
+            out[k] = out[k] + y if k in out else y
     return {k: x for k, x in out.items() if x}
 
 def form_of(weights: dict, bias, start: int) -> dict:
@@ -228,8 +232,8 @@ def interval(form, box, err=None) -> tuple:
     lo = hi = form.get(ONE, Fraction(0))
     for k, a in form.items():
         if k != ONE:
-            l, h = box[k]
-            lo, hi = (lo + a * l, hi + a * h) if a > 0 else (lo + a * h, hi + a * l)
+            l, h = box[k] if a > 0 else box[k][::-1]
+            lo, hi = (lo + a * l if l else lo), (hi + a * h if h else hi)
     s = slack(form, err) if err else 0
     return lo - s, hi + s
 
@@ -545,9 +549,7 @@ def run(args) -> int:
             print(f"exactform: error: {r.known}", file=sys.stderr, flush=True)
             continue
         print(f"{f}: " + ", ".join(f"{c} {'holds' if h else 'FAILS'}" for c, h, _ in r.claims))
-        for c, h, words in r.claims:
-            if not h or args.verbose:
-                print(f"  {c}: {words}")
+        print("".join(f"  {c}: {words}\n" for c, h, words in r.claims if not h or args.verbose), end="")
         print(f"{f}: {r.known}", flush=True)
     if len(files) > 1:
         print(f"{sum(h for r in results for _, h, _ in r.claims)} of {sum(len(r.claims) for r in results)} claims "

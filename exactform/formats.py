@@ -120,7 +120,57 @@ class Reader:
             previous = k
         return out
 
+    def sparse_row(self, length: int) -> dict[int, Fraction]:
+        """A length-``length`` vector, dense or sparse in the file, as ``{index: value}`` of its non-zeros."""
+        values = self.value
+        if isinstance(values, list) and len(values) == length:
+            try:
+                return {i: q for i, v in enumerate(values) if v != "0" and (q := _parse_cached(v))}
+            except (RationalSyntaxError, TypeError):
+                pass  # the per-entry path names the offending index
+        if isinstance(values, dict):
+            self.dict({"length", "index", "value"})
+            if self.field("length").int(minimum=0) > MAX_SPARSE_LENGTH:
+                raise self.field("length").error(f"more than {MAX_SPARSE_LENGTH} entries (documented size limit)")
+        dense = self.vector(length, sparse=True)
+        return {i: q for i, q in enumerate(dense) if q}
+
+    def sparse_rows(self, rows: int | None, cols: int) -> list[dict[int, Fraction]]:
+        """A matrix of ``cols`` columns, each row as ``sparse_row``; the list of rows may itself be
+        sparse (``encode_sparse_rows``), its unlisted rows all zero (one shared empty row)."""
+        if not isinstance(self.value, dict):
+            return [r.sparse_row(cols) for r in self.list(rows)]
+        zero: dict[int, Fraction] = {}
+        return [zero if r is None else r._listed(r.sparse_row(cols)) for r in self._sparse_list(rows)]
+
+    def _sparse_list(self, length: int | None) -> list["Reader | None"]:
+        """The entries of a sparse list of rows, None where unlisted."""
+        self.dict({"length", "index", "value"})
+        n = self.field("length").int(minimum=0)
+        if length is not None and n != length:
+            raise self.field("length").error(f"expected {length}, got {n}")
+        if n > MAX_SPARSE_LENGTH:
+            raise self.field("length").error(f"more than {MAX_SPARSE_LENGTH} entries (documented size limit)")
+        out: list[Reader | None] = [None] * n
+        previous = -1
+        for r, v in zip(self.field("index").list(), self.field("value").list(len(self.field("index").list()))):
+            k = r.int(minimum=0)
+            if k <= previous or k >= n:
+                raise r.error(f"expected an index in ({previous}, {n}) (strictly increasing, below length), got {k}")
+            previous, out[k] = k, v
+        return out
+
+    def _listed(self, row):
+        """A row listed in a sparse list of rows: not all zero (zero rows are left out)."""
+        if not any(row.values() if isinstance(row, dict) else row):
+            raise self.error("a listed row must not be all zero (leave it out)")
+        return row
+
     def matrix(self, rows: int | None = None, cols: int | None = None, sparse: bool = False) -> list[list[Fraction]]:
+        if sparse and isinstance(self.value, dict):
+            if cols is None:
+                raise self.error("a sparse list of rows needs a known row length")
+            return [[ZERO] * cols if r is None else r._listed(r.vector(cols, sparse)) for r in self._sparse_list(rows)]
         out = [r.vector(cols, sparse) for r in self.list(rows)]
         if cols is None and out and any(len(r) != len(out[0]) for r in out):
             bad = next(i for i, r in enumerate(out) if len(r) != len(out[0]))
@@ -222,6 +272,24 @@ def encode_row(values: list[Fraction]) -> list[str] | dict:
 
 def encode_rows(rows: list[list[Fraction]]) -> list:
     return [encode_row(r) for r in rows]
+
+
+def encode_sparse_row(row: dict[int, Fraction], length: int) -> list[str] | dict:
+    """``encode_row`` of the length-``length`` vector with the non-zeros ``row``: the same text."""
+    nonzero = sorted(i for i, v in row.items() if v)
+    if length >= 8 and 2 * len(nonzero) < length:
+        return {"length": length, "index": nonzero, "value": [format_rational(row[i]) for i in nonzero]}
+    return [format_rational(row[i]) if i in row else "0" for i in range(length)]
+
+
+def encode_sparse_rows(rows: list[dict[int, Fraction]], length: int) -> list | dict:
+    """A matrix by its rows (each ``encode_sparse_row``), the list of rows itself sparse by the same
+    rule as a vector (at least 8 rows, fewer than half of them non-zero): ``{"length": m, "index":
+    [i0, ...], "value": [row i0, ...]}``, the unlisted rows all zero."""
+    nonzero = [i for i, r in enumerate(rows) if any(r.values())]
+    if len(rows) >= 8 and 2 * len(nonzero) < len(rows):
+        return {"length": len(rows), "index": nonzero, "value": [encode_sparse_row(rows[i], length) for i in nonzero]}
+    return [encode_sparse_row(r, length) for r in rows]
 
 
 MAX_SPARSE_LENGTH = 10 ** 6

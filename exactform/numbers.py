@@ -232,6 +232,17 @@ class QMatrix:
         return cls(flint.fmpz_mat(len(rows), ncols, [scaled[id(v)] for row in rows for v in row]), den)
 
     @classmethod
+    def from_sparse(cls, rows: list[dict[int, Fraction]], ncols: int) -> "QMatrix":
+        """The matrix whose row i has the entries ``rows[i]`` ({column: value}) and zeros elsewhere."""
+        den = math.lcm(1, *{v.denominator for row in rows for v in row.values()})
+        num = flint.fmpz_mat(len(rows), ncols)
+        for i, row in enumerate(rows):
+            for j, v in row.items():
+                if v:
+                    num[i, j] = v.numerator * (den // v.denominator)
+        return cls(num, den)
+
+    @classmethod
     def from_ints(cls, rows: list[list[int]], den: int = 1, ncols: int | None = None) -> "QMatrix":
         ncols = len(rows[0]) if rows else (ncols or 0)
         return cls(flint.fmpz_mat(len(rows), ncols, [x for r in rows for x in r]), den)
