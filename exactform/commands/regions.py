@@ -2,7 +2,9 @@
 [--workers N] [--scheduler ADDRESS]``: exact counts of linear regions and activation regions on the
 model's domain (docs/spec.md §7, docs/regions.md).  With more than one worker the cells (3-D and up)
 or sub-boxes of the domain (1-D, 2-D) are refined as separate tasks and merged across their shared
-facets: the counts are the same whatever runs them."""
+facets: the counts are the same whatever runs them.  ``--cells`` streams every cell with its
+neighbours from one process, in memory that does not grow with the finished cells
+(``geometry.complex``)."""
 from __future__ import annotations
 
 import json
@@ -17,7 +19,8 @@ def add_parser(sub):
     p.add_argument("--json", action="store_true", help='print {"regions": N, "activation_regions": M, "method": ...}')
     p.add_argument("--plot", metavar="FILE.png", help="draw the partition (2-D) or the graph (1-D)")
     p.add_argument("--cells", metavar="FILE.jsonl", help="write every cell exactly, one JSON line each "
-                   "(halfspaces, vertices, activation pattern, output map, neighbours; docs/regions.md)")
+                   "(halfspaces, vertices, activation pattern, output map, neighbours; streamed by one process; "
+                   "docs/regions.md)")
     p.add_argument("--max-regions", type=int, metavar="N", help="stop once more than N cells would be enumerated")
     p.add_argument("--method", choices=("interval", "polygon", "polytope", "vertices"),
                    help="cell kind (default: interval in 1-D, polygon in 2-D, vertices with their incidences "
