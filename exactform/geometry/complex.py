@@ -95,7 +95,7 @@ class Components:
         self.parent = {**{r: r for r in roots.values()}, **roots}
 
 
-FORMS_HELD = 1 << 16      # integer forms remembered at most (then forgotten: bounded memory)
+FORMS_HELD = 1 << 12      # integer forms remembered at most (then forgotten: bounded memory)
 
 
 class CellStream:
