@@ -15,17 +15,15 @@ WRITTEN: list[str] = []
 
 
 def write_text(path: str | os.PathLike, text) -> None:
-    """Write ``text`` (a string, or an iterable of strings written as they come) atomically
-    (``replacing``)."""
+    """Write ``text`` (a string, or strings written as they come) atomically (``replacing``)."""
     with replacing(path) as f:
         f.writelines([text] if isinstance(text, str) else text)
 
 
 @contextmanager
 def replacing(path: str | os.PathLike):
-    """``with replacing(path) as f: ...`` writes to a temporary file in the same folder (text,
-    UTF-8, seekable), renamed over ``path`` when the block ends normally and removed otherwise
-    (atomic).  Only a regular file is ever replaced (``output_file``)."""
+    """``with replacing(path) as f:`` writes a temporary file (same folder, UTF-8, seekable) renamed
+    over ``path`` if the block ends normally, else removed.  Only a regular file is replaced."""
     target = output_file(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
     try:
