@@ -8,7 +8,7 @@ so only faces on one hyperplane are ever compared.
 """
 from __future__ import annotations
 
-from .cells import (ONE, ZERO, Interval, Polygon, Vertices, centroid, dot, evaluate, exact_key,
+from .cells import (ONE, ZERO, Interval, Polygon, Vertices, dot, exact_key,
                     integer_form, normalized, to_point)
 from .lp import maximize
 
@@ -160,20 +160,22 @@ def _faces_meet(P: Vertices, i: int, Q: Vertices, j: int, forms: dict | None = N
     """The faces of P on its constraint i and of Q on its constraint j (the same hyperplane H,
     opposite sides) share a (d − 1)-dimensional set.  Disjoint when a constraint of one cell is
     ≤ 0 on the other's face (it is > 0 on the relative interior of its own face, as it is not
-    H); shared when a point of H (centroids of the faces, their midpoint) satisfies every other
-    constraint of both strictly; else the exact LP decides."""
+    H); a constraint of both (the same object, from a common ancestor) is not tried: it is ≥ 0 on
+    both faces.  Shared when a point of H satisfies every other constraint of both strictly: the
+    sum of a face's homogeneous vertices (a positive combination of them, inside the face), or of
+    both faces'; else the exact LP decides."""
     F = [v for v, t in zip(P.points, P.tight) if t >> i & 1]
     G = [v for v, t in zip(Q.points, Q.tight) if t >> j & 1]
     if min(len(F), len(G)) < len(P.points[0]) - 1:
         return False                                     # a face with fewer than d vertices
     others = [g for k, g in enumerate(P.constraints) if k != i], [g for k, g in enumerate(Q.constraints) if k != j]
+    common = {id(g) for g in others[0]} & {id(g) for g in others[1]}
     for cons, face in ((others[0], G), (others[1], F)):
-        if any(max(dot(_form(g, forms), p) for p in face) <= 0 for g in cons):
+        if any(max(dot(_form(g, forms), p) for p in face) <= 0 for g in cons if id(g) not in common):
             return False
-    F, G = [to_point(p) for p in F], [to_point(p) for p in G]
-    cf, cg = centroid(F), centroid(G)
-    for x in (cf, cg, tuple((a + b) / 2 for a, b in zip(cf, cg))):
-        if all(evaluate(g, x) > 0 for g in others[0] + others[1]):
+    sf, sg = [sum(c) for c in zip(*F)], [sum(c) for c in zip(*G)]     # homogeneous: inside each face
+    for x in (sf, sg, [a + b for a, b in zip(sf, sg)]):
+        if all(dot(_form(g, forms), x) > 0 for g in others[0] + others[1]):
             return True
     return _meet_on(P.constraints[i], others[0] + others[1])
 
