@@ -2,12 +2,14 @@
 It reads the two models of an ``exactform/certificate@2`` file with its own strict reader, re-derives
 every claim with ``fractions.Fraction`` guided by hints it verifies, and writes each statement itself;
 docs/spec.md §4–§6 specify the format and this algorithm."""
+import gzip
 import json
 import math
 import os
 import re
 import stat
 import sys
+import zlib
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -27,15 +29,15 @@ class Refuted(Exception): """A claim does not follow from the certificate (exit 
 class _Float(str): """A JSON float literal or constant, kept so that the reader can name its field."""
 
 def load(path) -> object:
-    """A JSON regular file of at most MAX_BYTES; floats and 40+-digit integers kept as markers to refuse."""
+    """A JSON regular file (gzip if named *.gz) of at most MAX_BYTES; floats and 40+-digit integers kept as markers to refuse."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise Malformed(f"{path}: not a regular file")
-        with open(path, "rb") as f:
+        with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as f:
             if len(data := f.read(MAX_BYTES + 1)) > MAX_BYTES:
                 raise Malformed(f"{path}: larger than {MAX_BYTES} bytes")
-    except OSError as e:
-        raise Malformed(f"{path}: {e.strerror}") from None
+    except (OSError, EOFError, zlib.error) as e:
+        raise Malformed(f"{path}: {getattr(e, 'strerror', None) or e}") from None
     try:
         return json.loads(data, parse_float=_Float, parse_constant=_Float, object_pairs_hook=_object,
                           parse_int=lambda s: _Float(s) if len(s.lstrip("-")) > 40 else int(s))
@@ -220,9 +222,6 @@ def form_of(weights: dict, bias, start: int) -> dict:
     """The affine form ``Σ a_c·x_{start+c} + bias`` of a row over the variables from ``start`` on."""
     return combine([(1, {start + c: a for c, a in weights.items()})], bias)
 
-def negated(form: dict) -> dict:
-    return {k: -x for k, x in form.items()}
-
 def slack(form, err) -> Fraction:
     """Σ |a_k|·err_k: how far the form moves when each variable k moves by at most err_k."""
     return sum((abs(a) * err[k] for k, a in form.items() if k != ONE and err[k]), Fraction(0))
@@ -295,7 +294,7 @@ class Walk:
             terms = [[(1, f)] for f in Xt]
             for u, p in enumerate(phase):
                 if p >= 0:          # an identity pair with hidden unit p: ReLU(v) − ReLU(−v) = v
-                    if p == u or phase[p] != u or pres[p] != negated(pres[u]) or columns[p] != negated(columns[u]):
+                    if p == u or phase[p] != u or combine([(1, pres[p]), (1, pres[u])]) or combine([(1, columns[p]), (1, columns[u])]):
                         raise Refuted(f"block {b} token {t}: hidden units {u} and {p} are not an identity pair")
                 else:               # -1 off (pre ≤ 0), -2 on (pre ≥ 0) over the box, perturbation included
                     lo, hi = interval(pres[u], self.box, self.err)
@@ -526,7 +525,7 @@ def check_file(path, maxout=None, transformer=None, smt: bool = False) -> Result
 
 def add_parser(sub):
     p = sub.add_parser("check", help="re-verify certificates with the independent standard-library checker")
-    p.add_argument("certificates", nargs="+", help="certificate files, or folders of *cert*.json files")
+    p.add_argument("certificates", nargs="+", help="certificate files, or folders of *cert*.json(.gz) files")
     p.add_argument("--maxout", metavar="NET", help="bind: the embedded Maxout net must be this file's")
     p.add_argument("--transformer", metavar="TF", help="bind: the embedded Transformer must be this file's")
     p.add_argument("--smt", action="store_true", help="also prove the obligations with Z3, queries built from the models")
@@ -537,7 +536,7 @@ def add_parser(sub):
 def run(args) -> int:
     """``exactform check``: one line per certificate as it is checked, its failures, what is known."""
     files = [f for p in args.certificates for f in (sorted(os.path.join(p, n) for n in os.listdir(p) if "cert" in n
-                                                            and n.endswith(".json")) if os.path.isdir(p) else [p])]
+                                                            and n.endswith((".json", ".json.gz"))) if os.path.isdir(p) else [p])]
     if not files or (len(files) > 1 and (args.maxout or args.transformer)):
         print(f"exactform: error: {' '.join(args.certificates)}: " + ("no certificate files" if not files else
               "--maxout/--transformer bind exactly one certificate"), file=sys.stderr)

@@ -15,6 +15,20 @@ from fractions import Fraction
 import flint
 
 ZERO = Fraction(0)
+
+
+class _ReadOnlyRow(dict):
+    """An empty dict that refuses to be changed (it is shared)."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("numbers.ZERO_ROW is shared and read-only; build a new row instead")
+
+    __setitem__ = __delitem__ = __ior__ = setdefault = update = pop = popitem = clear = _refuse
+
+
+ZERO_ROW = _ReadOnlyRow()
+"""The all-zero sparse row ``{column: value}``, shared and read-only (a Transformer has millions);
+it pickles and copies like a dict."""
 """The shared zero of models built in this process: ``row.count(ZERO)`` counts zeros at C speed
 when they are this object (other zeros still count, through ``Fraction.__eq__``)."""
 

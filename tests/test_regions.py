@@ -486,6 +486,14 @@ def test_the_stream_holds_only_cells_on_open_splits():
     assert len(lines) == stream.cells > 600 and stream.peak_held < stream.cells / 3
 
 
+def test_cells_file_compressed_is_refused_before_any_work(tmp_path, capsys):
+    from exactform.cli import main
+    from exactform.formats import write_json
+    write_json(tmp_path / "net.json", tent(3).to_json())
+    assert main(["regions", str(tmp_path / "net.json"), "--cells", str(tmp_path / "c.jsonl.gz")]) == 2
+    assert "--cells" in capsys.readouterr().err and not (tmp_path / "c.jsonl.gz").exists()
+
+
 def test_cells_stopped_by_max_regions_leave_no_file(tmp_path, capsys):
     from exactform.cli import main
     from exactform.formats import write_json

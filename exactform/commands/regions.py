@@ -41,6 +41,9 @@ def run(args) -> int:
                              f"{model.input_dim} inputs")
     if args.cells is not None:
         output_file(args.cells, "--cells")
+        if args.cells.endswith(".gz"):
+            raise InputError("--cells", "", "cell files are written uncompressed (the header's counts are "
+                             "filled in last); compress the file afterwards")
     if getattr(model, "is_hardmax", True) is False:
         raise InputError(args.model, "attention", "softmax attention is not piecewise linear; "
                          "regions are counted for hardmax models")
@@ -97,10 +100,10 @@ def write_cells(path: str, source: str, model, method: str | None, max_cells: in
     big = 10 ** 20
     width = len(header(big, {"regions": big, "activation_regions": big, "method": max(METHODS.values(), key=len)}))
     with replacing(path) as f, Count("cells") as tick:
-        f.write(" " * width + "\n")
+        f.write(b" " * width + b"\n")
         for line in stream:
-            f.write(line)
+            f.write(line.encode("utf-8"))
             tick()
         f.seek(0)
-        f.write(header(stream.cells, stream.count().to_json()).ljust(width))
+        f.write(header(stream.cells, stream.count().to_json()).ljust(width).encode("utf-8"))
     return stream

@@ -19,7 +19,7 @@ from ..geometry.bounds import maxout_bounds
 from ..layout import Layout, closed_nonzeros, closed_sizes, padded_piece
 from ..layout import shift_constants as layout_shift_constants
 from ..models import Attention, FeedForward, Head, MaxoutNet, Transformer
-from ..numbers import ZERO, bit_size
+from ..numbers import ZERO, ZERO_ROW, bit_size
 
 ONE = Fraction(1)
 
@@ -79,8 +79,12 @@ def _pieces_block(net: MaxoutNet, l: int, R: list[list[Fraction]], lay: Layout) 
 
 
 def _max_block(units: int, lay: Layout) -> Attention:
-    return Attention([Head(query=[{lay.const: ONE}], key=[{lay.z(i): ONE}], value=[{lay.z(i): ONE}],
-                           output=[{0: ONE} if r == lay.out(i) else {} for r in range(lay.width)])
+    def output(i: int) -> list:
+        rows = [ZERO_ROW] * lay.width
+        rows[lay.out(i)] = {0: ONE}
+        return rows
+
+    return Attention([Head(query=[{lay.const: ONE}], key=[{lay.z(i): ONE}], value=[{lay.z(i): ONE}], output=output(i))
                       for i in range(units)])
 
 
@@ -117,9 +121,7 @@ def predicted_sizes(net: MaxoutNet, R: list[list[list[Fraction]]]) -> dict:
                 numbers += ws + [b, R[l][i][j]]
     nnz = closed_nonzeros(net, R)
     return {"blocks": dense.blocks, "tokens": T, "width": dense.width, "heads": dense.heads, "hidden": dense.hidden,
-            "parameters": dense.parameters, "nonzero_parameters": nnz,
-            "numerator_bits": max(bit_size(x)[0] for x in numbers),
-            "denominator_bits": max(bit_size(x)[1] for x in numbers)}
+            "parameters": dense.parameters, "nonzero_parameters": nnz, **_bits(numbers)}
 
 
 def measured_sizes(tf: Transformer) -> dict:
@@ -129,9 +131,7 @@ def measured_sizes(tf: Transformer) -> dict:
     return {"blocks": len(tf.blocks), "tokens": tf.tokens, "width": tf.width,
             "heads": [len(b.heads) for b in tf.blocks if isinstance(b, Attention)],
             "hidden": [b.hidden for b in tf.blocks if isinstance(b, FeedForward)],
-            "parameters": tf.parameter_count(), "nonzero_parameters": tf.nonzero_count(),
-            "numerator_bits": max(bit_size(x)[0] for x in numbers),
-            "denominator_bits": max(bit_size(x)[1] for x in numbers)}
+            "parameters": tf.parameter_count(), "nonzero_parameters": tf.nonzero_count(), **_bits(numbers)}
 
 
 def source_sizes(net: MaxoutNet) -> dict:
@@ -140,6 +140,10 @@ def source_sizes(net: MaxoutNet) -> dict:
               [b for layer in net.layers for bs in layer.bias for b in bs] + \
               [a for row in net.readout_weight for a in row] + list(net.readout_bias)
     return {"layers": len(net.layers), "widths": net.widths, "max_rank": net.max_rank,
-            "parameters": net.parameter_count(), "nonzero_parameters": sum(1 for x in numbers if x),
-            "numerator_bits": max(bit_size(x)[0] for x in numbers),
-            "denominator_bits": max(bit_size(x)[1] for x in numbers)}
+            "parameters": net.parameter_count(), "nonzero_parameters": sum(1 for x in numbers if x), **_bits(numbers)}
+
+
+def _bits(numbers: list[Fraction]) -> dict:
+    """The largest numerator and denominator sizes, in bits (zero has 0 and 1)."""
+    sizes = [bit_size(x) for x in numbers if x] or [(0, 1)]
+    return {"numerator_bits": max(n for n, _ in sizes), "denominator_bits": max(d for _, d in sizes)}

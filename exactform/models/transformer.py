@@ -19,14 +19,15 @@ from ..numbers import ZERO, QMatrix, exact_point, format_rational, selection, to
 from .box import Box
 
 Rows = list[dict[int, Fraction]]
-"""A matrix by its rows, each the dict ``{column: value}`` of its non-zero entries; the column
-count is the block's (the width, the hidden size or a head's value size), so memory and every pass
-follow the non-zeros.  ``dense`` gives the list-of-lists form for small consumers."""
+"""A matrix by its rows, each the dict ``{column: value}`` of its non-zero entries (all-zero rows
+are often the shared read-only ``numbers.ZERO_ROW``); the column count is the block's (the width,
+the hidden size or a head's value size), so memory and every pass follow the non-zeros.  ``dense``
+gives the list-of-lists form for small consumers."""
 
 
 def sparse(rows) -> Rows:
-    """Rows given as dicts or as dense lists (as a caller may write them), as ``Rows``."""
-    return [row if isinstance(row, dict) else {j: v for j, v in enumerate(row) if v} for row in rows]
+    """Rows given as mappings or as dense lists (as a caller may write them), as ``Rows``."""
+    return [{j: v for j, v in enumerate(row) if v} if isinstance(row, list) else row for row in rows]
 
 
 def _sparse_fields(obj, *names: str) -> None:
@@ -74,23 +75,22 @@ def row_key(row: dict[int, Fraction], *extra) -> tuple:
     return tuple(sorted((j, v) for j, v in row.items() if v)) + extra
 
 
-def identity_partners(rows, columns) -> dict[int, int]:
+def identity_partners(keys: list, negated: list) -> dict[int, int]:
     """The partner of each hidden unit that is half of an identity pair: its pre-activation row and
     output column are the exact negatives of the partner's, so ``ReLU(v) − ReLU(−v) = v`` makes the
-    pair add ``column·v`` for every input, with no bound.  Rows and columns are given as hashable
-    tuples of ``(index, value)`` pairs of their non-zeros (``row_key``).  The k-th unit with
-    (row, column) pairs with the k-th with (−row, −column); a unit is never its own partner.  The
-    one matcher of the package, used by the evaluator (block weights) and the prover (per-token
-    pre-activations)."""
-    waiting: dict[tuple, list[int]] = {}
+    pair add ``column·v`` for every input, with no bound.  ``keys[u]``: a hashable form of unit u's
+    (row, column); ``negated[u]``: the same of (−row, −column).  The k-th unit with a key pairs with
+    the k-th whose negated key it is; a unit is never its own partner.  The one matcher of the
+    package, used by the evaluator (block weights) and the prover (per-token pre-activations)."""
+    waiting: dict = {}
     partner: dict[int, int] = {}
-    for u, (row, column) in enumerate(zip(rows, columns)):
-        match = waiting.get((tuple((j, -x) for j, x in row), tuple((j, -x) for j, x in column)))
+    for u, (key, neg) in enumerate(zip(keys, negated)):
+        match = waiting.get(neg)
         if match:
             p = match.pop(0)
             partner[p], partner[u] = u, p
         else:
-            waiting.setdefault((row, column), []).append(u)
+            waiting.setdefault(key, []).append(u)
     return partner
 
 
@@ -132,8 +132,9 @@ class FeedForward:
     def identity_pairs(self) -> list[tuple[int, int]]:
         """Hidden units ``(u, p)``, u < p, with ``w1[p] = −w1[u]``, ``b1[p] = −b1[u]``, ``w2[:,p] = −w2[:,u]``:
         such a pair adds the affine map ``w2[:,u]·(w1[u]·x + b1[u])`` whatever the input."""
-        partner = identity_partners([row_key(r, (-1, b)) for r, b in zip(self.w1, self.b1)],
-                                    [row_key(c) for c in self.columns])
+        keys = [(row_key(r, (-1, b)), row_key(c)) for r, b, c in zip(self.w1, self.b1, self.columns)]
+        partner = identity_partners(keys, [(tuple((j, -x) for j, x in r), tuple((j, -x) for j, x in c))
+                                           for r, c in keys])
         return sorted((u, p) for u, p in partner.items() if u < p)
 
     @cached_property

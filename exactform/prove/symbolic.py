@@ -33,7 +33,7 @@ import sympy
 from ..geometry.bounds import BlockBounds, Interval, box_of, form_interval, maxout_bounds
 from ..geometry.forms import combine
 from ..models import Attention, FeedForward, MaxoutNet, Transformer
-from ..models.transformer import identity_partners, row_key
+from ..models.transformer import identity_partners
 from ..numbers import QMatrix
 
 Phase = str | int
@@ -112,6 +112,11 @@ def _rows(rows: list[dict]) -> list[dict]:
     return [{c: _q(v) for c, v in row.items() if v} for row in rows]
 
 
+def _key(form: dict, sign: int) -> tuple:
+    """A hashable key of ``sign·form`` (integers: hashing an fmpq goes through a Fraction)."""
+    return tuple((k, sign * int(v.numerator), int(v.denominator)) for k, v in sorted(form.items()))
+
+
 def _interval(form: dict, box: list[tuple]) -> Interval:
     """``form_interval`` over an ``fmpq`` box, as Fractions."""
     lo, hi = form_interval(form, box, ONE)
@@ -181,12 +186,13 @@ def _feedforward(result: Analysis, block: int, ff: FeedForward, X: Forms, box: l
     """Resolve every ReLU per token (fixed phase or identity pair) and compose the affine map,
     every ReLU as written."""
     w1, b1, columns = _rows(ff.w1), [_q(b) for b in ff.b1], _rows(ff.columns)
-    keys = [row_key(c) for c in columns]
+    column_keys = [(_key(c, 1), _key(c, -1)) for c in columns]
     phases, pres, out, forms_by_token = [], [], [], []
     for t, Xt in enumerate(X):
         pre = [_affine(row, b, Xt) for row, b in zip(w1, b1)]
         intervals = [_interval(f, box) for f in pre]
-        partner = identity_partners([tuple(sorted(f.items())) for f in pre], keys)
+        keys = [(_key(f, 1), c) for f, (c, _) in zip(pre, column_keys)]
+        partner = identity_partners(keys, [(_key(f, -1), c) for f, (_, c) in zip(pre, column_keys)])
         phase: list[Phase] = []
         for u, (lo, hi) in enumerate(intervals):
             if u in partner:                  # identity pairs first (exact everywhere), then the bounds
