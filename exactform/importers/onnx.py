@@ -45,6 +45,21 @@ def input_shape(model, path: str) -> tuple[str, tuple[int, ...]]:
     return inputs[0].name, tuple(shape)
 
 
+def element_types(model) -> dict[str, int]:
+    """ONNX element types of the graph's named values: declared, or inferred by ONNX's shape
+    inference where it succeeds (it is only consulted for ``CastLike``)."""
+    import onnx
+    try:
+        model = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # inference is an aid: a model it cannot type is still lowered
+        pass
+    graph = model.graph
+    types = {v.name: v.type.tensor_type.elem_type for v in (*graph.input, *graph.value_info, *graph.output)
+             if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type}
+    types.update((i.name, i.data_type) for i in graph.initializer)
+    return types
+
+
 def load_onnx(path: str, domain, notes: list[str] | None = None, model=None) -> MaxoutNet:
     """``domain(input_dim) -> Box`` builds the user's box once the input width is known;
     ``notes`` collects what was rounded (BatchNormalization square roots), if anything."""
@@ -60,6 +75,8 @@ def load_onnx(path: str, domain, notes: list[str] | None = None, model=None) -> 
     last_use = {n: k for k, node in enumerate(graph.node) for n in node.input}
     last_use[graph.output[0].name] = len(graph.node)
     low = Lowering(shape, last_use)
+    low.types = element_types(model)
+    low.input_type = low.types.get(name, 1)
     for init in graph.initializer:
         try:
             low.values[init.name] = exact_array(numpy_helper.to_array(init), "a value")

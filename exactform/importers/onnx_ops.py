@@ -178,6 +178,13 @@ def op_concat(low, node, args):
     return whole.gather(grid)
 
 
+def op_expand(low, node, args):
+    """Broadcast to ``shape`` (bidirectionally: the output shape is the broadcast of both)."""
+    x, shape = args[0], ints(constant(args[1], "the shape"))
+    out = tuple(np.broadcast_shapes(tuple(x.shape), tuple(shape)))
+    return _layout(x, lambda g: np.broadcast_to(g, out))
+
+
 def op_gather(low, node, args):
     indices = np.asarray(constant(args[1], "the indices"))
     axis = attr(node, "axis", 0)
@@ -207,23 +214,63 @@ def op_shape(low, node, args):
     return np.array(shape[attr(node, "start", 0):attr(node, "end", None)], dtype=np.int64)
 
 
-_FLOAT_TYPES = {1, 10, 11, 16}     # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+_FLOAT_FORMATS = {1: (24, -126, 127), 10: (11, -14, 15), 16: (8, -126, 127)}
+"""FLOAT, FLOAT16, BFLOAT16: significand bits (with the implicit one), least normal and greatest
+exponent. DOUBLE (11) holds every constant exactly: a constant is a float32 or float64 value, or
+an exact fold of such values."""
 
 
-def op_cast(low, node, args):
-    to = attr(node, "to")
-    x = args[0]
+def nearest_float(q: Fraction, code: int) -> Fraction:
+    """``q`` rounded to the nearest value of the float format ``code`` (ties to even), computed
+    exactly — the value a Cast of the constant ``q`` produces; overflow to infinity is refused."""
+    if code == 11 or q == 0:
+        return q
+    bits, emin, emax = _FLOAT_FORMATS[code]
+    a = abs(q)
+    e = a.numerator.bit_length() - a.denominator.bit_length()       # 2^(e−1) < a < 2^(e+1)
+    if a < Fraction(2) ** e:
+        e -= 1                                                        # 2^e ≤ a < 2^(e+1)
+    ulp = Fraction(2) ** (max(e, emin) - bits + 1)
+    r = round(a / ulp) * ulp                                          # Fraction rounds half to even
+    if r > (2 - Fraction(2) ** (1 - bits)) * Fraction(2) ** emax:
+        raise NodeError(f"the constant {float(q):.6g} overflows the target float type")
+    return r if q > 0 else -r
+
+
+def _cast(x, code: int | None):
+    """``x`` cast to the ONNX element type ``code`` (``None``: an integer type)."""
     if isinstance(x, Tensor):
-        if to not in (1, 11):
+        if code not in (1, 11):
             raise NodeError("only casts of input-dependent values to float or double are exact")
         return x
-    if to in _FLOAT_TYPES:
-        return fractions(x)
+    if code is not None:
+        rounded = np.empty(np.shape(x), dtype=object)
+        rounded.ravel()[:] = [nearest_float(v, code) for v in fractions(x).ravel().tolist()]
+        return rounded
     if x.dtype == object:
         if any(v.denominator != 1 for v in x.ravel().tolist()):
             raise NodeError("casting a non-integer constant to an integer type")
         return np.array([int(v) for v in x.ravel().tolist()], dtype=np.int64).reshape(x.shape)
     return x
+
+
+def op_cast(low, node, args):
+    to = attr(node, "to")
+    if to in (1, 10, 11, 16):
+        return _cast(args[0], to)
+    if to in (2, 3, 4, 5, 6, 7, 9, 12, 13):                       # (unsigned) integers and booleans
+        return _cast(args[0], None)
+    raise NodeError(f"cast to element type {to}")
+
+
+def op_cast_like(low, node, args):
+    """Cast to the element type of the second input (from ONNX type inference; an input-dependent
+    value without an inferred type has the network input's type)."""
+    like = args[1]
+    to = low.types.get(node.input[1])
+    if to is None and (isinstance(like, Tensor) or like.dtype == object):
+        to = low.input_type if isinstance(like, Tensor) else 11
+    return _cast(args[0], to if to in (1, 10, 11, 16) else None)
 
 
 def op_constant(low, node, args):
@@ -596,7 +643,9 @@ def op_min(low, node, args):
 OPERATORS = {
     "Identity": op_identity, "Dropout": op_identity, "Flatten": op_flatten, "Reshape": op_reshape,
     "Squeeze": op_squeeze, "Unsqueeze": op_unsqueeze, "Transpose": op_transpose, "Concat": op_concat,
-    "Gather": op_gather, "Slice": op_slice, "Shape": op_shape, "Cast": op_cast, "Constant": op_constant,
+    "Expand": op_expand,
+    "Gather": op_gather, "Slice": op_slice, "Shape": op_shape, "Cast": op_cast, "CastLike": op_cast_like,
+    "Constant": op_constant,
     "ConstantOfShape": op_constant_of_shape,
     "Add": op_add, "Sub": op_sub, "Neg": op_neg, "Mul": op_mul, "Div": op_div,
     "MatMul": op_matmul, "Gemm": op_gemm, "Conv": op_conv,
