@@ -122,6 +122,23 @@ class GlobalPool(nn.Module):
         return self.fc(self.pool(y).view(x.size(0), -1)) + z.amax(dim=1, keepdim=True) + z.sum(1, keepdim=True)
 
 
+class Reductions(nn.Module):
+    """Unflatten, MaxPool1d, stack, max/min over a dimension, AdaptiveAvgPool1d(1), clamp with
+    tensor bounds, max with a scalar tensor, abs."""
+
+    def __init__(self):
+        super().__init__()
+        self.unflatten, self.pool, self.avg = nn.Unflatten(1, (2, 4)), nn.MaxPool1d(2), nn.AdaptiveAvgPool1d(1)
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):                     # x: 1×8
+        y = self.unflatten(x)
+        z = torch.stack([self.pool(y), -self.pool(-y)], dim=1).flatten(1)
+        w = y.max(dim=2).values + y.min(dim=1).values.sum(1, keepdim=True) + self.avg(y).squeeze(-1)
+        return torch.cat([self.fc(z.view(1, 2, 4)).flatten(1), w, torch.clamp(x, torch.zeros(8), torch.ones(8) / 2),
+                          torch.max(x, torch.tensor(0.25)), x.abs()], 1)
+
+
 class _View(nn.Module):
     def forward(self, x):
         return x.view(x.size(0), 1, -1)
@@ -147,6 +164,7 @@ MODELS = {
     "residual": (Residual, (1, 6)),
     "conv_residual": (ConvResidual, (1, 2, 6, 6)),
     "global_pool": (GlobalPool, (1, 1, 6, 6)),
+    "reductions": (Reductions, (1, 8)),
     "shapes": (Shapes, (1, 3, 4)),
 }
 

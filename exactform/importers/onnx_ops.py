@@ -319,6 +319,14 @@ def op_mul(low, node, args):
     return elementwise_scale(x, fractions(c))
 
 
+def op_mod(low, node, args):
+    """Remainder of integer constants (shape arithmetic): the divisor's sign, or C's ``fmod``."""
+    a, b = (np.asarray(constant(v, "a Mod operand")) for v in args)
+    if a.dtype == object or b.dtype == object:
+        raise NodeError("Mod of non-integer constants")
+    return np.fmod(a, b) if attr(node, "fmod", 0) else np.mod(a, b)
+
+
 def op_div(low, node, args):
     a, b = args
     if isinstance(b, Tensor):
@@ -576,6 +584,14 @@ def op_relu(low, node, args):
     return low.maxout(x.shape, [[(r, b), ({}, ZERO)] for r, b in zip(x.affine.rows, x.affine.bias)])
 
 
+def op_abs(low, node, args):
+    """``|x| = max(x, −x)``, a rank-2 unit."""
+    x = args[0]
+    if not isinstance(x, Tensor):
+        return np.abs(x)
+    return low.maxout(x.shape, [[(r, b), *negate([(r, b)])] for r, b in zip(x.affine.rows, x.affine.bias)])
+
+
 def _leaky(low, x: Tensor, slopes: list[Fraction]) -> Tensor:
     """``x`` where ``x ≥ 0``, ``α·x`` elsewhere: ``max(x, αx)`` for ``α ≤ 1``, else ``−max(−x, −αx)``."""
     units, signs = [], []
@@ -647,11 +663,11 @@ OPERATORS = {
     "Gather": op_gather, "Slice": op_slice, "Shape": op_shape, "Cast": op_cast, "CastLike": op_cast_like,
     "Constant": op_constant,
     "ConstantOfShape": op_constant_of_shape,
-    "Add": op_add, "Sub": op_sub, "Neg": op_neg, "Mul": op_mul, "Div": op_div,
+    "Add": op_add, "Sub": op_sub, "Neg": op_neg, "Mul": op_mul, "Div": op_div, "Mod": op_mod,
     "MatMul": op_matmul, "Gemm": op_gemm, "Conv": op_conv,
     "AveragePool": op_avgpool, "GlobalAveragePool": op_global_avgpool, "BatchNormalization": op_batchnorm,
     "ReduceMean": op_reduce_mean, "ReduceSum": op_reduce_sum,
-    "Relu": op_relu, "LeakyRelu": op_leaky_relu, "PRelu": op_prelu, "Clip": op_clip, "Max": op_max,
+    "Relu": op_relu, "Abs": op_abs, "LeakyRelu": op_leaky_relu, "PRelu": op_prelu, "Clip": op_clip, "Max": op_max,
     "Min": op_min, "MaxPool": op_maxpool, "GlobalMaxPool": op_global_maxpool, "ReduceMax": op_reduce_max,
     "ReduceMin": op_reduce_min,
 }
