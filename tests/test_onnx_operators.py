@@ -379,3 +379,54 @@ def test_expand_broadcasts_an_input_dependent_tensor(tmp_path):
     net = agrees(_graph(tmp_path / "e.onnx", nodes, {"s": np.array([3, 1], np.int64)}, [1, 2], [3, 2], 13))
     x = [Fraction(1, 3), Fraction(-1, 2)]
     assert net(x) == [Fraction(1, 3), Fraction(0)] * 3
+
+
+def _batchnorm(tmp_path, var, eps):
+    from onnx import helper
+    inits = {"s": [1.5, -0.5], "b": [0.25, 1.0], "m": [0.5, -1.0], "v": var}
+    nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=eps, name="bn")]
+    return _graph(tmp_path / "bn.onnx", nodes, inits, [1, 2], [1, 2], 15)
+
+
+def test_batchnorm_with_rational_square_roots_is_exact_and_notes_nothing(tmp_path):
+    eps = 2.0 ** -8                                    # var + eps = 1/4 and 9/16: roots 1/2 and 3/4
+    path = _batchnorm(tmp_path, [0.25 - eps, 0.5625 - eps], eps)
+    notes = []
+    net = import_network(path, UNIT, notes=notes)
+    x = [Fraction(1, 3), Fraction(-1, 7)]
+    assert notes == [] and net(x) == [Fraction(3, 2) * (x[0] - Fraction(1, 2)) / Fraction(1, 2) + Fraction(1, 4),
+                                      Fraction(-1, 2) * (x[1] + 1) / Fraction(3, 4) + 1]
+    agrees(path)
+
+
+def test_batchnorm_rounding_is_stated_with_a_rigorous_bound(tmp_path):
+    """An irrational √(var + ε): the imported factor f satisfies f·√q ∈ [1, 1 + δ) — checked in exact
+    arithmetic as 1 ≤ f²q < (1 + δ)² — and the note names the node, the channels and a decimal upper
+    bound of δ; the self-check still runs (and agrees)."""
+    import json
+    import re
+    from decimal import Decimal
+
+    from exactform.importers.onnx_ops import inverse_square_root
+    for q in (Fraction(2), Fraction(1, 3), Fraction(10) ** 40 + 1, Fraction(1, 10 ** 40 + 7)):
+        f, delta = inverse_square_root(q)
+        assert 0 < delta < Fraction(1, 2 ** 65) and 1 <= f * f * q < (1 + delta) ** 2, q
+    assert inverse_square_root(Fraction(9, 4)) == (Fraction(2, 3), 0)
+
+    eps = Fraction(float(np.float32(1e-5)))
+    path = _batchnorm(tmp_path, [1.0, 0.25], float(eps))             # both channels irrational
+    r = subprocess.run([sys.executable, "-m", "exactform", "import", path, "--domain", "-1:1", "-o",
+                        str(tmp_path / "bn.json"), "--json"], capture_output=True, text=True)
+    summary = json.loads(r.stdout)
+    assert r.returncode == 0 and summary["self_check"]["agrees"], r.stderr
+    (note,) = summary["rounded"]
+    assert "'bn'" in note and "2 of 2 channel(s)" in note, note
+    stated = Fraction(Decimal(re.search(r"0 <= e < (\S+);", note).group(1)))
+    net = import_network(path, UNIT)
+    for c, (scale, var) in enumerate([(Fraction(3, 2), Fraction(1)), (Fraction(-1, 2), Fraction(1, 4))]):
+        unit = [Fraction(int(i == c)) for i in range(2)]
+        f = (net(unit)[c] - net([Fraction(0)] * 2)[c]) / scale      # the imported 1/√(var + ε)
+        q = var + eps
+        _, delta = inverse_square_root(q)
+        assert f == inverse_square_root(q)[0] and delta <= stated < Fraction(1, 2 ** 64)
+        assert 1 <= f * f * q < (1 + stated) ** 2

@@ -6,8 +6,8 @@ integers) and returns the output value. Operators on constants only are folded e
 operators compose exact maps; MaxPool, ReduceMax, Max/Min, Relu, LeakyRelu, PRelu and Clip are
 Maxout units (``max(x, αx)`` for a leak ``α ≤ 1``, ``−max(−x, −αx)`` for ``α > 1``, ``min = −max(−·)``,
 ``clip(x) = lo + relu(x − lo) − relu(x − hi)``). BatchNormalization divides by ``√(var + ε)``,
-which is irrational unless ``var + ε`` is a rational square: it is then rounded to 64 significant
-bits and the lowering records a note.
+which is irrational unless ``var + ε`` is a rational square: it is then rounded down to 64
+significant bits and the lowering records a note with a rigorous bound on the relative change.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..numbers import from_float
+from ..numbers import from_float, outward_decimals
 from .affine import ONE, ZERO, Affine
 from .graph import (Lowering, NodeError, Tensor, broadcast_pieces, elementwise_scale, elementwise_sum, negate,
                     output_spatial, windows)
@@ -501,18 +501,23 @@ def op_global_avgpool(low, node, args):
 
 
 def op_batchnorm(low, node, args):
+    """``scale·(x − mean)/√(var + ε) + shift`` per channel; where ``√(var + ε)`` is irrational the
+    factor is rounded (``inverse_square_root``) and a note states the channels and the bound."""
     x = constant_free(args[0])
     if attr(node, "training_mode", 0) or any(node.output[1:]):
         raise NodeError("training mode (running statistics as outputs)")
     scale, shift, mean, var = (list(fractions(constant(a, "a statistic")).ravel()) for a in args[1:5])
     eps = attr(node, "epsilon", from_float(float(np.float32(1e-5))))
-    factor = []
-    for c, (s, v) in enumerate(zip(scale, var)):
-        root, exact = square_root(v + eps)
-        if not exact:
-            low.notes.append(f"BatchNormalization {node.name or node.output[0]!r}: 1/sqrt(var+eps) rounded "
-                             "to 64 significant bits (irrational)")
-        factor.append(s / root)
+    roots = [inverse_square_root(v + eps) for v in var]
+    factor = [s * f for s, (f, _) in zip(scale, roots)]
+    rounded = [bound for _, bound in roots if bound]
+    if rounded:
+        low.notes.append(
+            f"BatchNormalization {node.name or node.output[0]!r}: var+eps is not the square of a rational in "
+            f"{len(rounded)} of {len(roots)} channel(s); there 1/sqrt(var+eps) is replaced by 1/r, r = sqrt(var+eps) "
+            f"rounded down to at least {ROOT_BITS} significant bits, which multiplies the channel's term "
+            f"scale*(x-mean)/sqrt(var+eps) by 1+e with 0 <= e < {outward_decimals(max(rounded), max(rounded), 2)[1]}; "
+            "the rest of the node is exact")
     channels = [1] * len(x.shape)
     channels[1] = len(factor)
     f = np.array(factor, dtype=object).reshape(channels)
@@ -520,17 +525,23 @@ def op_batchnorm(low, node, args):
     return elementwise_sum(elementwise_scale(x, f), low.as_tensor(t), ONE)
 
 
-def square_root(q: Fraction, bits: int = 64) -> tuple[Fraction, bool]:
-    """``√q`` exactly when ``q`` is the square of a rational, else rounded down to ``bits``
-    significant bits; returns ``(root, exact)``."""
+ROOT_BITS = 64
+"""Significant bits of a rounded square root."""
+
+
+def inverse_square_root(q: Fraction) -> tuple[Fraction, Fraction]:
+    """``(f, δ)`` with ``f = 1/√q`` exactly and ``δ = 0`` when ``q`` is the square of a rational;
+    otherwise ``f = 1/r`` for ``r = ⌊√q·2^s⌋/2^s`` (``√q`` rounded down to ``ROOT_BITS`` or more
+    significant bits), so ``r ≤ √q < r + 2^−s`` and ``f·√q ∈ [1, 1 + δ)`` with ``δ = 2^−s/r``."""
     if q <= 0:
         raise NodeError(f"variance + epsilon = {q} is not positive")
     p, d = q.numerator, q.denominator
     rp, rd = math.isqrt(p), math.isqrt(d)
     if rp * rp == p and rd * rd == d:
-        return Fraction(rp, rd), True
-    shift = max(0, bits - (p.bit_length() - d.bit_length()) // 2 + 2)
-    return Fraction(math.isqrt((p << (2 * shift)) // d), 1 << shift), False
+        return Fraction(rd, rp), ZERO
+    s = max(0, ROOT_BITS - (p.bit_length() - d.bit_length()) // 2 + 2)
+    r = Fraction(math.isqrt((p << (2 * s)) // d), 1 << s)
+    return 1 / r, Fraction(1, 1 << s) / r
 
 
 # --- reductions ----------------------------------------------------------------------------------------
