@@ -1,7 +1,7 @@
 """ONNX networks → exact ``MaxoutNet``, and onnxruntime as the reference for the self-check.
 
 The graph is walked in its (topological) node order; ``onnx_ops.OPERATORS`` converts each node
-exactly (see ``graph`` for the lowering). Initializers that are also listed as graph inputs (older
+exactly (see ``graph`` for the lowering); model-local functions are inlined first. Initializers that are also listed as graph inputs (older
 exporters) are constants. The one remaining input is the network input; a symbolic first
 dimension is the batch, taken as 1. Input and output tensors are flattened row-major, the order of
 ``tensor.flatten()``. An unsupported operator is an ``InputError`` naming the node, the operator
@@ -66,6 +66,13 @@ def load_onnx(path: str, domain, notes: list[str] | None = None, model=None) -> 
     from onnx import numpy_helper
 
     model = read_model(path) if model is None else model
+    if model.functions:                      # model-local functions (modules exported as functions)
+        from onnx import inliner
+        try:
+            model = inliner.inline_local_functions(model)
+        except Exception as e:  # the inliner's C++ errors surface as several types
+            raise InputError(path, "functions", f"cannot inline the model-local functions ({type(e).__name__}: "
+                             f"{str(e).strip()[:120]})") from None
     graph = model.graph
     if not graph.node:
         raise InputError(path, "graph", "the graph has no nodes")
