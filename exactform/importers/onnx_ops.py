@@ -185,6 +185,41 @@ def op_expand(low, node, args):
     return _layout(x, lambda g: np.broadcast_to(g, out))
 
 
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
+
+
+def op_pad(low, node, args):
+    """Padding (negative widths crop): ``constant`` entries are constants; ``reflect``, ``edge``
+    and ``wrap`` repeat entries of the input."""
+    x = args[0]
+    rank = len(x.shape)
+    if len(args) > 1:
+        pads = ints(constant(args[1], "the pads"))
+        value = optional(args, 2)
+        value = ZERO if value is None else fractions(constant(value, "the constant value")).ravel()[0]
+        axes = optional(args, 3)
+        axes = list(range(rank)) if axes is None else [axis_of(a, rank) for a in ints(constant(axes, "the axes"))]
+    else:
+        pads, value, axes = attr(node, "pads"), attr(node, "value", ZERO), list(range(rank))
+    mode = _PAD_MODES.get(attr(node, "mode", "constant"))
+    if mode is None or len(pads) != 2 * len(axes):
+        raise NodeError(f"mode {attr(node, 'mode')!r} with {len(pads)} pads for {len(axes)} axes")
+    widths = [[0, 0] for _ in range(rank)]
+    for i, a in enumerate(axes):
+        widths[a] = [pads[i], pads[len(axes) + i]]
+    crop = tuple(slice(max(0, -b), n - max(0, -e)) for (b, e), n in zip(widths, x.shape))
+    grow = [(max(0, b), max(0, e)) for b, e in widths]
+    if not isinstance(x, Tensor):
+        x = fractions(x)[crop]
+        return np.pad(x, grow, mode, constant_values=value) if mode == "constant" else np.pad(x, grow, mode)
+    grid = x.grid()[crop]
+    if mode != "constant":
+        return x.gather(np.pad(grid, grow, mode))
+    padded = np.pad(grid, grow, mode, constant_values=x.size)             # entry x.size is the constant
+    a = x.affine
+    return Tensor((x.size + 1,), Affine(a.rows + [{}], a.bias + [value], a.width, a.frame)).gather(padded)
+
+
 def op_gather(low, node, args):
     indices = np.asarray(constant(args[1], "the indices"))
     axis = attr(node, "axis", 0)
@@ -203,10 +238,16 @@ def op_slice(low, node, args):
     else:
         starts, ends = attr(node, "starts"), attr(node, "ends")
         axes, steps = attr(node, "axes", list(range(len(starts)))), [1] * len(starts)
-    index = [slice(None)] * len(x.shape)
-    for s, e, a, st in zip(starts, ends, axes, steps):
-        index[axis_of(a, len(x.shape))] = slice(*slice(s, e, st).indices(x.shape[axis_of(a, len(x.shape))]))
-    return _layout(x, lambda g: g[tuple(index)])
+    # slice.indices clamps as ONNX does; the positions are then taken explicitly, since a slice
+    # rebuilt from them would read an end of −1 (before position 0, for a negative step) as the last
+    picks = [(axis_of(a, len(x.shape)), range(*slice(s, e, st).indices(x.shape[axis_of(a, len(x.shape))])))
+             for s, e, a, st in zip(starts, ends, axes, steps)]
+
+    def take(g):
+        for axis, positions in picks:
+            g = np.take(g, np.array(positions, dtype=np.int64), axis=axis)
+        return g
+    return _layout(x, take)
 
 
 def op_shape(low, node, args):
@@ -625,15 +666,21 @@ def op_prelu(low, node, args):
 
 
 def op_clip(low, node, args):
-    x = args[0]
     if len(args) > 1:
         lo, hi = optional(args, 1), optional(args, 2)
         lo = None if lo is None else fractions(constant(lo, "min")).ravel()[0]
         hi = None if hi is None else fractions(constant(hi, "max")).ravel()[0]
     else:
         lo, hi = attr(node, "min", None), attr(node, "max", None)
+    return clip(low, args[0], lo, hi)
+
+
+def clip(low, x, lo: Fraction | None, hi: Fraction | None):
+    """``min(max(x, lo), hi)`` (a missing bound is no bound)."""
     if not isinstance(x, Tensor):
-        return np.minimum(np.maximum(x, lo), hi)
+        x = fractions(x)
+        x = x if lo is None else np.maximum(x, lo)
+        return x if hi is None else np.minimum(x, hi)
     rows, bias = x.affine.rows, x.affine.bias
     if lo is None and hi is None:
         return x
@@ -648,6 +695,16 @@ def op_clip(low, node, args):
     both = low.maxout((2, x.size), units)
     n = x.size
     return both.linear(x.shape, [[(i, ONE), (n + i, -ONE)] for i in range(n)], [lo] * n)
+
+
+def op_hard_sigmoid(low, node, args):
+    """``clip(α·x + β, 0, 1)``."""
+    alpha = attr(node, "alpha", from_float(float(np.float32(0.2))))
+    beta = attr(node, "beta", from_float(float(np.float32(0.5))))
+    x = args[0]
+    y = elementwise_sum(elementwise_scale(x, np.array(alpha, dtype=object)), low.as_tensor(np.array(beta, dtype=object)),
+                        ONE) if isinstance(x, Tensor) else fractions(x) * alpha + beta
+    return clip(low, y, ZERO, ONE)
 
 
 def op_max(low, node, args, sign=ONE):
@@ -670,7 +727,7 @@ def op_min(low, node, args):
 OPERATORS = {
     "Identity": op_identity, "Dropout": op_identity, "Flatten": op_flatten, "Reshape": op_reshape,
     "Squeeze": op_squeeze, "Unsqueeze": op_unsqueeze, "Transpose": op_transpose, "Concat": op_concat,
-    "Expand": op_expand,
+    "Expand": op_expand, "Pad": op_pad,
     "Gather": op_gather, "Slice": op_slice, "Shape": op_shape, "Cast": op_cast, "CastLike": op_cast_like,
     "Constant": op_constant,
     "ConstantOfShape": op_constant_of_shape,
@@ -678,7 +735,7 @@ OPERATORS = {
     "MatMul": op_matmul, "Gemm": op_gemm, "Conv": op_conv,
     "AveragePool": op_avgpool, "GlobalAveragePool": op_global_avgpool, "BatchNormalization": op_batchnorm,
     "ReduceMean": op_reduce_mean, "ReduceSum": op_reduce_sum,
-    "Relu": op_relu, "Abs": op_abs, "LeakyRelu": op_leaky_relu, "PRelu": op_prelu, "Clip": op_clip, "Max": op_max,
+    "Relu": op_relu, "Abs": op_abs, "HardSigmoid": op_hard_sigmoid, "LeakyRelu": op_leaky_relu, "PRelu": op_prelu, "Clip": op_clip, "Max": op_max,
     "Min": op_min, "MaxPool": op_maxpool, "GlobalMaxPool": op_global_maxpool, "ReduceMax": op_reduce_max,
     "ReduceMin": op_reduce_min,
 }
