@@ -1,11 +1,12 @@
-"""Exact converters of ONNX operators, one function per operator (tested at opsets 10, 13, 16, 18).
+"""Exact converters of ONNX operators, one function per operator (tested at opsets 10 to 18).
 
 Each converter takes the ``Lowering``, the node, its arguments (``Tensor`` for values that depend
 on the network input, NumPy arrays for constants: ``Fraction`` objects for floats, ``int64`` for
 integers) and returns the output value. Operators on constants only are folded exactly. Affine
-operators compose exact maps; MaxPool, ReduceMax, Max/Min, Relu, LeakyRelu, PRelu and Clip are
-Maxout units (``max(x, αx)`` for a leak ``α ≤ 1``, ``−max(−x, −αx)`` for ``α > 1``, ``min = −max(−·)``,
-``clip(x) = lo + relu(x − lo) − relu(x − hi)``). BatchNormalization divides by ``√(var + ε)``,
+operators compose exact maps; MaxPool, ReduceMax, Max/Min, Relu, Abs, LeakyRelu, PRelu, Clip and
+HardSigmoid are Maxout units (``max(x, αx)`` for a leak ``α ≤ 1``, ``−max(−x, −αx)`` for ``α > 1``,
+``min = −max(−·)``, ``clip(x) = lo + relu(x − lo) − relu(x − hi)``). A cast of a constant to a
+binary float type rounds it exactly to that type (the value the source computes with). BatchNormalization divides by ``√(var + ε)``,
 which is irrational unless ``var + ε`` is a rational square: it is then rounded down to 64
 significant bits and the lowering records a note with a rigorous bound on the relative change.
 """
