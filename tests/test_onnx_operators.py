@@ -24,7 +24,8 @@ from exactform.importers.torch import torch_reference  # noqa: E402
 from exactform.importers.verify import self_check  # noqa: E402
 
 UNIT = [(Fraction(-1), Fraction(1))]
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),     # the exporters' own notices
+              pytest.mark.filterwarnings("ignore::UserWarning"), pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")]
 EXPORTERS = {"torchscript": (13, 16, 18), "dynamo": (14, 16, 18), "dynamo-unoptimised": (16, 18)}
 """Opsets requested from each exporter. The dynamo exporter writes 18 and converts down where ONNX's
 version converter can: to 16 and 17 for most of these models, 14 and 15 for a few, 13 for none; a
@@ -376,6 +377,19 @@ def test_cast_and_cast_like_of_a_constant_give_the_target_float(tmp_path):
     a, b = Fraction(float(np.float32(0.1))), Fraction(float(np.float32(0.3)))
     x = [Fraction(1, 3), Fraction(-1, 2)]
     assert net(x) == [a * x[0] + b, a * x[1] + b] * 2
+
+
+def test_cast_to_bool_and_integer_types_follow_onnx(tmp_path):
+    from onnx import TensorProto, helper, numpy_helper
+    nodes = [helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(np.array([0.0, 3.0], np.float32))),
+             helper.make_node("Cast", ["k"], ["b"], to=TensorProto.BOOL),
+             helper.make_node("Cast", ["b"], ["f"], to=TensorProto.FLOAT), helper.make_node("Add", ["x", "f"], ["s"]),
+             helper.make_node("Cast", ["s"], ["y"], to=TensorProto.INT32)]
+    with pytest.raises(InputError, match="node 4: Cast: only casts of input-dependent values to float"):
+        import_network(_graph(tmp_path / "i.onnx", nodes, {}, [1, 2], [1, 2], 13), UNIT)
+    nodes[-1] = helper.make_node("Cast", ["s"], ["y"], to=TensorProto.DOUBLE)
+    net = import_network(_graph(tmp_path / "b.onnx", nodes, {}, [1, 2], [1, 2], 13), UNIT)
+    assert net([Fraction(1, 3), Fraction(-1, 2)]) == [Fraction(1, 3), Fraction(1, 2)]
 
 
 def test_hard_sigmoid_is_a_clip_of_an_affine_map(tmp_path):

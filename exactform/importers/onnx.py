@@ -1,8 +1,8 @@
 """ONNX networks → exact ``MaxoutNet``, and onnxruntime as the reference for the self-check.
 
-The graph is walked in its (topological) node order; ``onnx_ops.OPERATORS`` converts each node
-exactly (see ``graph`` for the lowering); model-local functions are inlined first. Initializers that are also listed as graph inputs (older
-exporters) are constants. The one remaining input is the network input; a symbolic first
+Model-local functions are inlined first. The graph is walked in its (topological) node order;
+``onnx_ops.OPERATORS`` converts each node exactly (see ``graph`` for the lowering). Initializers
+that are also listed as graph inputs (older exporters) are constants. The one remaining input is the network input; a symbolic first
 dimension is the batch, taken as 1. Input and output tensors are flattened row-major, the order of
 ``tensor.flatten()``. An unsupported operator is an ``InputError`` naming the node, the operator
 and the supported set. Every float becomes its exact rational; NaN or infinity is refused.

@@ -6,9 +6,10 @@ integers) and returns the output value. Operators on constants only are folded e
 operators compose exact maps; MaxPool, ReduceMax, Max/Min, Relu, Abs, LeakyRelu, PRelu, Clip and
 HardSigmoid are Maxout units (``max(x, αx)`` for a leak ``α ≤ 1``, ``−max(−x, −αx)`` for ``α > 1``,
 ``min = −max(−·)``, ``clip(x) = lo + relu(x − lo) − relu(x − hi)``). A cast of a constant to a
-binary float type rounds it exactly to that type (the value the source computes with). BatchNormalization divides by ``√(var + ε)``,
-which is irrational unless ``var + ε`` is a rational square: it is then rounded down to 64
-significant bits and the lowering records a note with a rigorous bound on the relative change.
+binary float type rounds it exactly to that type (the value the source computes with).
+BatchNormalization divides by ``√(var + ε)``, which is irrational unless ``var + ε`` is a rational
+square: it is then rounded down to at least 64 significant bits and the lowering records a note
+with a rigorous bound on the relative change.
 """
 from __future__ import annotations
 
@@ -186,7 +187,8 @@ def op_expand(low, node, args):
     return _layout(x, lambda g: np.broadcast_to(g, out))
 
 
-_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
+_PAD_MODES = ("constant", "reflect", "edge", "wrap")
+"""ONNX's padding modes, which are also NumPy's names for the same rules."""
 
 
 def op_pad(low, node, args):
@@ -202,9 +204,9 @@ def op_pad(low, node, args):
         axes = list(range(rank)) if axes is None else [axis_of(a, rank) for a in ints(constant(axes, "the axes"))]
     else:
         pads, value, axes = attr(node, "pads"), attr(node, "value", ZERO), list(range(rank))
-    mode = _PAD_MODES.get(attr(node, "mode", "constant"))
-    if mode is None or len(pads) != 2 * len(axes):
-        raise NodeError(f"mode {attr(node, 'mode')!r} with {len(pads)} pads for {len(axes)} axes")
+    mode = attr(node, "mode", "constant")
+    if mode not in _PAD_MODES or len(pads) != 2 * len(axes):
+        raise NodeError(f"mode {mode!r} with {len(pads)} pads for {len(axes)} axes")
     widths = [[0, 0] for _ in range(rank)]
     for i, a in enumerate(axes):
         widths[a] = [pads[i], pads[len(axes) + i]]
@@ -279,16 +281,24 @@ def nearest_float(q: Fraction, code: int) -> Fraction:
     return r if q > 0 else -r
 
 
-def _cast(x, code: int | None):
-    """``x`` cast to the ONNX element type ``code`` (``None``: an integer type)."""
+_INTEGER_TYPES = (2, 3, 4, 5, 6, 7, 12, 13)
+"""UINT8, INT8, UINT16, INT16, INT32, INT64, UINT32, UINT64 (BOOL is 9)."""
+
+
+def _cast(x, code: int):
+    """``x`` cast to the ONNX element type ``code``."""
     if isinstance(x, Tensor):
         if code not in (1, 11):
             raise NodeError("only casts of input-dependent values to float or double are exact")
         return x
-    if code is not None:
+    if code in (1, 10, 11, 16):
         rounded = np.empty(np.shape(x), dtype=object)
         rounded.ravel()[:] = [nearest_float(v, code) for v in fractions(x).ravel().tolist()]
         return rounded
+    if code == 9:
+        return (np.asarray(x) != 0).astype(np.int64)
+    if code not in _INTEGER_TYPES:
+        raise NodeError(f"cast to element type {code}")
     if x.dtype == object:
         if any(v.denominator != 1 for v in x.ravel().tolist()):
             raise NodeError("casting a non-integer constant to an integer type")
@@ -297,12 +307,7 @@ def _cast(x, code: int | None):
 
 
 def op_cast(low, node, args):
-    to = attr(node, "to")
-    if to in (1, 10, 11, 16):
-        return _cast(args[0], to)
-    if to in (2, 3, 4, 5, 6, 7, 9, 12, 13):                       # (unsigned) integers and booleans
-        return _cast(args[0], None)
-    raise NodeError(f"cast to element type {to}")
+    return _cast(args[0], attr(node, "to"))
 
 
 def op_cast_like(low, node, args):
@@ -310,9 +315,9 @@ def op_cast_like(low, node, args):
     value without an inferred type has the network input's type)."""
     like = args[1]
     to = low.types.get(node.input[1])
-    if to is None and (isinstance(like, Tensor) or like.dtype == object):
-        to = low.input_type if isinstance(like, Tensor) else 11
-    return _cast(args[0], to if to in (1, 10, 11, 16) else None)
+    if to is None:
+        to = low.input_type if isinstance(like, Tensor) else 11 if like.dtype == object else 7
+    return _cast(args[0], to)
 
 
 def op_constant(low, node, args):
@@ -703,9 +708,10 @@ def op_hard_sigmoid(low, node, args):
     alpha = attr(node, "alpha", from_float(float(np.float32(0.2))))
     beta = attr(node, "beta", from_float(float(np.float32(0.5))))
     x = args[0]
-    y = elementwise_sum(elementwise_scale(x, np.array(alpha, dtype=object)), low.as_tensor(np.array(beta, dtype=object)),
-                        ONE) if isinstance(x, Tensor) else fractions(x) * alpha + beta
-    return clip(low, y, ZERO, ONE)
+    if not isinstance(x, Tensor):
+        return clip(low, fractions(x) * alpha + beta, ZERO, ONE)
+    y = elementwise_scale(x, np.array(alpha, dtype=object))
+    return clip(low, elementwise_sum(y, low.as_tensor(np.array(beta, dtype=object)), ONE), ZERO, ONE)
 
 
 def op_max(low, node, args, sign=ONE):
@@ -728,16 +734,14 @@ def op_min(low, node, args):
 OPERATORS = {
     "Identity": op_identity, "Dropout": op_identity, "Flatten": op_flatten, "Reshape": op_reshape,
     "Squeeze": op_squeeze, "Unsqueeze": op_unsqueeze, "Transpose": op_transpose, "Concat": op_concat,
-    "Expand": op_expand, "Pad": op_pad,
-    "Gather": op_gather, "Slice": op_slice, "Shape": op_shape, "Cast": op_cast, "CastLike": op_cast_like,
-    "Constant": op_constant,
-    "ConstantOfShape": op_constant_of_shape,
+    "Expand": op_expand, "Pad": op_pad, "Gather": op_gather, "Slice": op_slice, "Shape": op_shape,
+    "Cast": op_cast, "CastLike": op_cast_like, "Constant": op_constant, "ConstantOfShape": op_constant_of_shape,
     "Add": op_add, "Sub": op_sub, "Neg": op_neg, "Mul": op_mul, "Div": op_div, "Mod": op_mod,
     "MatMul": op_matmul, "Gemm": op_gemm, "Conv": op_conv,
     "AveragePool": op_avgpool, "GlobalAveragePool": op_global_avgpool, "BatchNormalization": op_batchnorm,
     "ReduceMean": op_reduce_mean, "ReduceSum": op_reduce_sum,
-    "Relu": op_relu, "Abs": op_abs, "HardSigmoid": op_hard_sigmoid, "LeakyRelu": op_leaky_relu, "PRelu": op_prelu, "Clip": op_clip, "Max": op_max,
-    "Min": op_min, "MaxPool": op_maxpool, "GlobalMaxPool": op_global_maxpool, "ReduceMax": op_reduce_max,
+    "Relu": op_relu, "Abs": op_abs, "LeakyRelu": op_leaky_relu, "PRelu": op_prelu, "Clip": op_clip,
+    "HardSigmoid": op_hard_sigmoid, "Max": op_max, "Min": op_min, "MaxPool": op_maxpool, "GlobalMaxPool": op_global_maxpool, "ReduceMax": op_reduce_max,
     "ReduceMin": op_reduce_min,
 }
 """Supported operators of the default ONNX domain."""
