@@ -93,12 +93,13 @@ class Shapes(nn.Module):
 
 
 class ConvResidual(nn.Module):
-    """x + conv(relu(bn(conv(x)))), a Concat of clamp/Hardtanh/ReLU6 branches, max/min of channel
-    slices, Dropout, a batch-preserving reshape."""
+    """x + conv(relu(bn(conv(x)))) (the second conv dilated and grouped), a Concat of
+    clamp/Hardtanh/ReLU6 branches, max/min of channel slices, Dropout, a batch-preserving reshape."""
 
     def __init__(self):
         super().__init__()
-        self.c1, self.bn, self.c2 = nn.Conv2d(2, 2, 3, padding=1), nn.BatchNorm2d(2), nn.Conv2d(2, 2, 3, padding=1)
+        self.c1, self.bn = nn.Conv2d(2, 2, 3, padding=1), nn.BatchNorm2d(2)
+        self.c2 = nn.Conv2d(2, 2, 3, padding=2, dilation=2, groups=2)
         self.drop, self.fc = nn.Dropout(0.3), nn.Linear(2 * 6 * 6, 3)
 
     def forward(self, x):
