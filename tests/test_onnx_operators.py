@@ -20,7 +20,6 @@ from torch import nn  # noqa: E402
 from exactform.formats import InputError  # noqa: E402
 from exactform.importers import import_network  # noqa: E402
 from exactform.importers.onnx import onnxruntime_reference  # noqa: E402
-from exactform.importers.torch import torch_reference  # noqa: E402
 from exactform.importers.verify import self_check  # noqa: E402
 
 UNIT = [(Fraction(-1), Fraction(1))]
@@ -217,21 +216,25 @@ def test_exported_model_imports_exactly(tmp_path, name, exporter, opset):
 @pytest.mark.parametrize("exporter", sorted(EXPORTERS))
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_float64_export_agrees_to_float64_rounding(tmp_path, name, exporter):
-    """A float64 model: the exact import against onnxruntime in float64 or, where onnxruntime has
-    no float64 kernel (Conv), against the torch module in float64 — agreement to ~1e-15, so a
-    conversion that moved any weight by more than float64 rounding would fail. (ONNX float
-    attributes are float32, so the models' leaks are dyadic: torch's float64 0.1 would differ.)"""
+    """A float64 model: the exact import against the file evaluated in float64 — by onnxruntime or,
+    where onnxruntime has no float64 kernel (Conv), by ONNX's reference evaluator — to 1e-12, so a
+    conversion that moved any weight by more than float64 rounding would fail."""
     model, shape = build(name)
-    model = model.double()
-    path, _ = export(model, shape, tmp_path / f"{name}.onnx", 18, exporter, torch.float64, name not in STATIC_BATCH)
+    path, _ = export(model.double(), shape, tmp_path / f"{name}.onnx", 18, exporter, torch.float64,
+                     name not in STATIC_BATCH)
     net = import_network(path, UNIT)
-    try:
-        reference = onnxruntime_reference(path)
-        reference([[Fraction(0)] * net.input_dim])
-    except InputError:
-        reference = torch_reference(model, shape)
-    check = self_check(net, reference, "float64", count=16)
-    assert reference.dtype in (np.float64, "float64") and check.worst < 1e-12, check.line()
+    reference = onnxruntime_reference(path)
+    check = self_check(net, reference, reference.source, count=16)
+    assert reference.dtype == np.float64 and check.worst < 1e-12, check.line()
+
+
+def test_float64_conv_file_is_self_checked_by_the_reference_evaluator(tmp_path):
+    model, shape = build("cnn2d")
+    path, _ = export(model.double(), shape, tmp_path / "c.onnx", 17, "torchscript", torch.float64)
+    r = subprocess.run([sys.executable, "-m", "exactform", "import", path, "--domain", "0:1", "-o",
+                        str(tmp_path / "c.json")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "ONNX reference evaluator (float64)" in r.stdout and "tolerance 1e-09): agrees" in r.stdout, r.stdout
 
 
 def test_residual_carries_the_skip_branch_through_pass_through_units(tmp_path):

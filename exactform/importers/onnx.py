@@ -123,7 +123,9 @@ def load_onnx(path: str, domain, notes: list[str] | None = None, model=None) -> 
 
 
 def onnxruntime_reference(path: str):
-    """``f(points) -> outputs`` by onnxruntime on the original file (its own float type)."""
+    """``f(points) -> outputs`` on the original file, in its own float type: by onnxruntime, or by
+    ONNX's reference evaluator where onnxruntime has no kernel for the type (float64 ``Conv``);
+    ``f.source`` names the evaluator."""
     import numpy as np
     import onnxruntime as ort
 
@@ -134,21 +136,25 @@ def onnxruntime_reference(path: str):
     options = ort.SessionOptions()
     options.log_severity_level = 3
     try:
-        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        evaluate = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"]).run
+        source = "onnxruntime"
     except Exception as e:  # onnxruntime raises its own exception types for files it cannot run
-        raise _unrunnable(path, e) from None
+        if "NOT_IMPLEMENTED" not in str(e):
+            raise _unrunnable(path, e) from None
+        from onnx.reference import ReferenceEvaluator
+        evaluate, source = ReferenceEvaluator(model).run, "the ONNX reference evaluator"
 
     def run(points):
         try:
-            return [session.run(None, {name: np.array([float(v) for v in p], dtype=dtype).reshape(shape)})[0]
+            return [evaluate(None, {name: np.array([float(v) for v in p], dtype=dtype).reshape(shape)})[0]
                     .astype(np.float64).ravel().tolist() for p in points]
         except Exception as e:
             raise _unrunnable(path, e) from None
-    run.dtype = dtype
+    run.dtype, run.source = dtype, f"{source} ({np.dtype(dtype).name})"
     return run
 
 
 def _unrunnable(path: str, error: Exception) -> InputError:
     first = (str(error).strip().splitlines() or [""])[0][:160]
-    return InputError(path, "", f"onnxruntime cannot run this file for the self-check ({type(error).__name__}: "
+    return InputError(path, "", f"cannot run this file for the self-check ({type(error).__name__}: "
                       f"{first}); --no-verify imports it without the self-check")
