@@ -130,6 +130,7 @@ class _Map(nn.Module):
             (r, c, float(torch.tensor(float(a), dtype=torch.float64).to(dtype))) for g in groups for r, c, a in g]
         if groups is None:
             self.register_buffer("weight", _dense(rows, cols, dtype))
+        self.added = self.runs                       # the order ``accumulate`` adds them in
         self.assigning = bool(rows) and all(rows)    # the runs of the first non-zeros write every row
         self.first = len(groups[0]) if groups else 0
         self.view = (self.exact_bias is None and self.runs is not None and len(self.runs) == 1
@@ -167,7 +168,7 @@ class _Map(nn.Module):
             else:
                 y += (self.weight @ x.reshape(self.cols, -1)).view(-1, *x.shape[1:])
         else:
-            for rs, cs, a in self.runs:
+            for rs, cs, a in self.added:
                 y[rs].add_(x[cs], alpha=a)
         if self.exact_bias is not None:
             y += self.bias
@@ -221,6 +222,45 @@ def _store(X: torch.Tensor, at, values: torch.Tensor) -> torch.Tensor:
     return X
 
 
+def _in_place(runs: list, reads: list[int], writes: list[int]) -> list | None:
+    """The runs in an order that adds them into the state in place: every run reads its
+    coordinates before any other run writes them (a run may read what it writes, element by
+    element: a diagonal run, cut where the other runs touching its coordinates change); None when
+    there is no such order."""
+    rows = [writes[rs] for rs, _, _ in runs]
+    cols = [reads[cs] for _, cs, _ in runs]
+    if any(r != c and set(r) & set(c) for r, c in zip(rows, cols)):
+        return None
+    pieces = []
+    for n, (rs, cs, a) in enumerate(runs):
+        if rows[n] != cols[n]:
+            pieces.append((rs, cs, a, rows[n], cols[n]))
+            continue
+        touch = [tuple(p in rows[j] or p in cols[j] for j in range(len(runs)) if j != n) for p in rows[n]]
+        start = 0
+        for i in range(1, len(touch) + 1):
+            if i == len(touch) or touch[i] != touch[start]:
+                part = slice(start, i)
+                pieces.append((_part(rs, part), _part(cs, part), a, rows[n][part], cols[n][part]))
+                start = i
+    after = {i: {j for j in range(len(pieces)) if j != i and set(pieces[i][3]) & set(pieces[j][4])}
+             for i in range(len(pieces))}
+    order = []
+    while after:
+        ready = [i for i, need in after.items() if not need - set(order)]
+        if not ready:
+            return None
+        order.append(ready[0])
+        del after[ready[0]]
+    return [pieces[i][:3] for i in order]
+
+
+def _part(progression: slice, part: slice) -> slice:
+    """Elements ``part`` (a step-1 slice) of the arithmetic progression ``progression``."""
+    first = progression.start + part.start * progression.step
+    return slice(first, first + (part.stop - part.start - 1) * progression.step + 1, progression.step)
+
+
 class _State:
     """Which coordinates the float state stores — those some block writes or the embedding weight
     touches, in order — and, per token, the exact constant value of every other one."""
@@ -263,17 +303,18 @@ class FeedForwardModule(nn.Module):
         self.reads, self.writes = state.slot(reads), state.slot(block.writes)
         b1 = _entries(block.b1)
         rows, pre = state.restrict([_entries(block.w1[u]) for u in relu], reads, [b1.get(u, ZERO) for u in relu])
-        distinct, unit = {}, {}                     # unit k: (distinct row, sign)
+        distinct, unit = {}, {}        # rows up to sign, each as its first unit's; unit k: (its row, sign)
         for k, r in enumerate(rows):
             if r:
                 sign = 1 if r[min(r)] > 0 else -1
-                unit[k] = (distinct.setdefault(tuple(sorted((c, sign * v) for c, v in r.items())), len(distinct)), sign)
+                n, first = distinct.setdefault(tuple(sorted((c, sign * v) for c, v in r.items())), (len(distinct), sign))
+                unit[k] = (n, sign * first)
         order = sorted(unit, key=lambda k: (unit[k][1] < 0, unit[k][0]))          # + copies first, in row order
         column = {relu[k]: n for n, k in enumerate(order)}
         outputs = [_entries(block.w2[r]) for r in block.writes]
         self.second = None
         if order:
-            self.first = _Map([dict(r) for r in distinct], len(reads), dtype)
+            self.first = _Map([{c: sign * v for c, v in r} for r, (_, sign) in distinct.items()], len(reads), dtype)
             self.signs = _Map([{unit[k][0]: unit[k][1]} for k in order], len(distinct), dtype, [pre[k] for k in order])
             self.second = _Map([{column[u]: a for u, a in w.items() if u in column} for w in outputs], len(order), dtype)
         kept, c = state.restrict([_entries(row) for row in linear], reads, [_entries(offset).get(k, ZERO)
@@ -283,7 +324,15 @@ class FeedForwardModule(nn.Module):
                 if out.get(relu[k]):
                     w[:] = [v + out[relu[k]] * max(p, ZERO) for v, p in zip(w, pre[k])]
         self.linear = _Map(kept, len(reads), dtype, c)
-        self.aliased = bool(set(block.reads) & set(block.writes)) and any(kept)
+        # ``linear`` adds into the slab it reads when both are slices that overlap: in place by
+        # ``_in_place`` order, else from a copy of its input (``snapshot``)
+        self.snapshot = False
+        if isinstance(self.reads, slice) and isinstance(self.writes, slice) and set(block.reads) & set(block.writes):
+            order = self.linear.runs and _in_place(self.linear.runs, [state.position[c] for c in reads],
+                                                   [state.position[c] for c in block.writes])
+            self.snapshot = any(kept) and order is None
+            if order:
+                self.linear.added = order
         # for the bound: the exact map I + L through which input errors reach the written coordinates
         index = {c: k for k, c in enumerate(reads)}
         carried = [dict(row) for row in kept]
@@ -301,12 +350,10 @@ class FeedForwardModule(nn.Module):
 
     def forward(self, X):
         x = _read(X, self.reads)
-        if self.aliased and isinstance(self.reads, slice):
-            x = x.clone()
+        act = self._activations(x) if self.second is not None else None
         y = _read(X, self.writes)
-        if self.second is not None:
-            self.second.accumulate(y, self._activations(x))
-        return _store(X, self.writes, self.linear.accumulate(y, x))
+        self.linear.accumulate(y, x.clone() if self.snapshot else x)
+        return _store(X, self.writes, y if act is None else self.second.accumulate(y, act))
 
     def bound(self, X, E):
         """The steps of ``forward`` in float64: the shared products ``G``, then ``±G + b`` per unit,
@@ -332,9 +379,9 @@ class FeedForwardModule(nn.Module):
             act = torch.relu(pre)
             prop, mag, m = self.second.bound(act, torch.where(pre + pre_error < 0, 0.0, pre_error))
             error, magnitude, terms = error + prop, magnitude + mag, [a + b for a, b in zip(terms, m)]
-            self.second.accumulate(y, act)
         error = (error + _rounding(magnitude, terms, self.linear.dtype)) * INFLATE
-        _store(X, self.writes, self.linear.accumulate(y, x))
+        self.linear.accumulate(y, x)
+        _store(X, self.writes, y if self.second is None else self.second.accumulate(y, act))
         if isinstance(self.writes, slice):
             E[self.writes] = error
         else:
@@ -404,7 +451,9 @@ class AttentionModule(nn.Module):
         x = _read(X, self.reads)
         if self.maximum:
             keys = self.key(x)                                        # (H, T, B)
-            mixed = keys.amax(dim=1, keepdim=True)
+            mixed = keys[:, :1].clone() if self.tokens == 1 else torch.maximum(keys[:, :1], keys[:, 1:2])
+            for s in range(2, self.tokens):
+                torch.maximum(mixed, keys[:, s:s + 1], out=mixed)
             if self.trace is not None:
                 self.trace.append(keys.transpose(0, 1).unsqueeze(2).expand(-1, -1, keys.shape[1], -1).clone())
         else:
