@@ -272,8 +272,13 @@ class _State:
         self.position = {c: k for k, c in enumerate(self.coords)}
         self.constants = [{c: v for c, v in _entries(p).items() if c not in self.position} for p in tf.embed_bias]
 
-    def stored(self, coords: list[int]) -> list[int]:
-        return [c for c in coords if c in self.position]
+    def read(self, coords: list[int]) -> list[int]:
+        """The stored coordinates a block takes as its input for reading ``coords``: all stored
+        ones from the first to the last (one slab, a view) when that at most doubles them (the
+        others get zero weights), else just those."""
+        at = [self.position[c] for c in coords if c in self.position]
+        cover = self.coords[at[0]:at[-1] + 1] if at else []
+        return cover if len(cover) <= 2 * len(at) else [self.coords[k] for k in at]
 
     def slot(self, coords: list[int]):
         return _slot([self.position[c] for c in coords])
@@ -299,7 +304,7 @@ class FeedForwardModule(nn.Module):
     def __init__(self, block: FeedForward, state: _State, dtype):
         super().__init__()
         relu, linear, offset = block.decomposition
-        reads = state.stored(block.reads)
+        reads = state.read(block.reads)
         self.reads, self.writes = state.slot(reads), state.slot(block.writes)
         b1 = _entries(block.b1)
         rows, pre = state.restrict([_entries(block.w1[u]) for u in relu], reads, [b1.get(u, ZERO) for u in relu])
@@ -400,7 +405,7 @@ class AttentionModule(nn.Module):
 
     def __init__(self, block: Attention, state: _State, attention, dtype):
         super().__init__()
-        reads = state.stored(block.reads)
+        reads = state.read(block.reads)
         self.reads, self.writes = state.slot(reads), state.slot(block.writes)
         heads = block.heads
         self.heads, self.tokens = len(heads), len(state.constants)
@@ -519,8 +524,8 @@ class TorchTransformer(nn.Module):
         self.readout = _Map(rows, len(state.coords), dtype, [[b[t]] for b in bias])
 
     def _embedded(self, x):
-        X = self.embed(x.T.unsqueeze(1))
-        return X if X.shape[1] == self.tokens else X.expand(-1, self.tokens, -1).contiguous()    # (V, T, B)
+        X = x.new_zeros(len(self.embed.exact), self.tokens, len(x))                 # (V, T, B)
+        return self.embed.accumulate(X, x.T.unsqueeze(1))
 
     def forward(self, x):
         X = self._embedded(x)
