@@ -33,8 +33,9 @@ def to_module(model: MaxoutNet | Transformer, dtype=torch.float32, device="cpu")
     return module.to(device).eval()
 
 
-def evaluate(module: nn.Module, points, chunk: int = 2048) -> torch.Tensor:
-    """Outputs for a (B, d) tensor, in chunks (small chunks stay in cache: faster on CPU)."""
+def evaluate(module: nn.Module, points, chunk: int = 512) -> torch.Tensor:
+    """Outputs for a (B, d) tensor, in chunks (a Transformer's state for 512 points stays in a
+    core's L2 cache: fastest on CPU, ``benchmarks/torch_bench.py``)."""
     with torch.inference_mode():
         return torch.cat([module(points[i:i + chunk]) for i in range(0, len(points), chunk)])
 
@@ -211,6 +212,15 @@ def _slot(positions: list[int]):
     return torch.tensor(positions, dtype=torch.long)
 
 
+def _place(module: nn.Module, **slots) -> None:
+    """Set a block's coordinate slots; an index is a buffer, so it moves with the module's device."""
+    for name, at in slots.items():
+        if isinstance(at, slice):
+            setattr(module, name, at)
+        else:
+            module.register_buffer(name, at, persistent=False)
+
+
 def _read(X: torch.Tensor, at) -> torch.Tensor:
     return X[at] if isinstance(at, slice) else X.index_select(0, at)
 
@@ -305,7 +315,7 @@ class FeedForwardModule(nn.Module):
         super().__init__()
         relu, linear, offset = block.decomposition
         reads = state.read(block.reads)
-        self.reads, self.writes = state.slot(reads), state.slot(block.writes)
+        _place(self, reads=state.slot(reads), writes=state.slot(block.writes))
         b1 = _entries(block.b1)
         rows, pre = state.restrict([_entries(block.w1[u]) for u in relu], reads, [b1.get(u, ZERO) for u in relu])
         distinct, unit = {}, {}        # rows up to sign, each as its first unit's; unit k: (its row, sign)
@@ -406,7 +416,7 @@ class AttentionModule(nn.Module):
     def __init__(self, block: Attention, state: _State, attention, dtype):
         super().__init__()
         reads = state.read(block.reads)
-        self.reads, self.writes = state.slot(reads), state.slot(block.writes)
+        _place(self, reads=state.slot(reads), writes=state.slot(block.writes))
         heads = block.heads
         self.heads, self.tokens = len(heads), len(state.constants)
         self.dk = max(len(h.query) for h in heads)
