@@ -133,7 +133,7 @@ class _Map(nn.Module):
             self.register_buffer("weight", _dense(rows, cols, dtype))
         self.added = self.runs                       # the order ``accumulate`` adds them in
         self.assigning = bool(rows) and all(rows)    # the runs of the first non-zeros write every row
-        self.first = len(groups[0]) if groups else 0
+        self.leading = len(groups[0]) if groups else 0     # runs of the rows' first non-zeros
         self.view = (self.exact_bias is None and self.runs is not None and len(self.runs) == 1
                      and self.runs[0][0] == slice(0, len(rows), 1) and self.runs[0][2] == 1.0)
 
@@ -148,12 +148,12 @@ class _Map(nn.Module):
         shape = (len(self.exact), tokens, x.shape[2])
         if self.assigning:
             y = x.new_empty(shape)
-            for rs, cs, a in self.runs[:self.first]:
+            for rs, cs, a in self.runs[:self.leading]:
                 if self.exact_bias is None:
                     torch.mul(x[cs], a, out=y[rs])
                 else:
                     torch.add(self.bias[rs], x[cs], alpha=a, out=y[rs])
-            rest = self.runs[self.first:]
+            rest = self.runs[self.leading:]
         else:
             y = self.bias.expand(shape).clone() if self.exact_bias is not None else x.new_zeros(shape)
             rest = self.runs
@@ -334,8 +334,9 @@ class FeedForwardModule(nn.Module):
             self.second = _Map([{column[u]: a for u, a in w.items() if u in column} for w in outputs], len(order), dtype)
         kept, c = state.restrict([_entries(row) for row in linear], reads, [_entries(offset).get(k, ZERO)
                                                                            for k in range(len(block.writes))])
+        constant = [k for k in range(len(rows)) if k not in unit]
         for w, out in zip(c, outputs):                # constant units: ReLU of their exact per-token bias
-            for k in set(range(len(rows))) - set(unit):
+            for k in constant:
                 if out.get(relu[k]):
                     w[:] = [v + out[relu[k]] * max(p, ZERO) for v, p in zip(w, pre[k])]
         self.linear = _Map(kept, len(reads), dtype, c)
@@ -343,11 +344,11 @@ class FeedForwardModule(nn.Module):
         # ``_in_place`` order, else from a copy of its input (``snapshot``)
         self.snapshot = False
         if isinstance(self.reads, slice) and isinstance(self.writes, slice) and set(block.reads) & set(block.writes):
-            order = self.linear.runs and _in_place(self.linear.runs, [state.position[c] for c in reads],
-                                                   [state.position[c] for c in block.writes])
-            self.snapshot = any(kept) and order is None
-            if order:
-                self.linear.added = order
+            schedule = self.linear.runs and _in_place(self.linear.runs, [state.position[c] for c in reads],
+                                                      [state.position[c] for c in block.writes])
+            self.snapshot = any(kept) and schedule is None
+            if schedule:
+                self.linear.added = schedule
         # for the bound: the exact map I + L through which input errors reach the written coordinates
         index = {c: k for k, c in enumerate(reads)}
         carried = [dict(row) for row in kept]
