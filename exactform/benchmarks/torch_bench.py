@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -39,7 +40,7 @@ def relu_net(width: int, depth: int = 3, inputs: int = 5, seed: int = 0):
     return from_module(seq, lambda d: Box((Fraction(-1),) * d, (Fraction(1),) * d))
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--points", type=int, default=100_000)
     parser.add_argument("--threads", type=int, default=1)
@@ -63,18 +64,26 @@ def main() -> None:
     head = (f"{'network':<12} {'T':>2} {'import s':>8} {'compile s':>9} {'src pts/s (chunk)':>18} "
             f"{'tf pts/s (chunk)':>17} {'tf/src':>7} {'exact src ms/pt':>15} {'exact tf ms/pt':>14}")
     print(f"{args.points} points, float32, CPU, {args.threads} thread(s)\n{head}")
+    misses = []
     for name, build in cases:
         net, t_import = timed(build)
-        tf, t_compile = timed(lambda: compile_maxout(net))
+        tf, t_compile = timed(lambda net=net: compile_maxout(net))
         rates = [throughput(to_module(model, torch.float32), x, args.chunks, args.repeats) for model in (net, tf)]
         net.evaluate_batch(pts[:1]), tf.evaluate_batch(pts[:1])             # warm-up: exact weight caches
-        _, t_exact_src = timed(lambda: net.evaluate_batch(pts))
-        _, t_exact_tf = timed(lambda: tf.evaluate_batch(pts))
+        _, t_exact_src = timed(lambda net=net: net.evaluate_batch(pts))
+        _, t_exact_tf = timed(lambda tf=tf: tf.evaluate_batch(pts))
         T = tf.tokens
         (src, src_chunk), (rate, chunk) = rates
         print(f"{name:<12} {T:>2} {t_import:>8.2f} {t_compile:>9.2f} {src:>11.0f} ({src_chunk:>4}) {rate:>10.0f} "
               f"({chunk:>4}) {rate / src:>7.3f} {1000 * t_exact_src / len(pts):>15.1f} {1000 * t_exact_tf / len(pts):>14.1f}")
-    margins(args.exact_points * 4)
+        if rate / src < 1 / 8:
+            misses.append(f"{name} throughput")
+    ratios = margins(args.exact_points * 4)
+    if ratios[0] < 1 or ratios[-1] > 1000:
+        misses.append("rigorous bound")
+    if misses:
+        print(f"missed: {', '.join(misses)}")
+    return 1 if misses else 0
 
 
 def throughput(module, x, chunks: list[int], repeats: int) -> tuple[float, int]:
@@ -92,8 +101,9 @@ def throughput(module, x, chunks: list[int], repeats: int) -> tuple[float, int]:
     return best
 
 
-def margins(n: int) -> None:
-    """Worst and median ratio of the rigorous bound to the exact error over n ACAS Xu points."""
+def margins(n: int) -> list[float]:
+    """The ratios of the rigorous bound to the exact error over n ACAS Xu points, sorted (printed:
+    median and worst)."""
     from exactform.backends.torch import rigorous_error
     from exactform.construct.maxout_to_transformer import compile_maxout
     from exactform.importers import import_network
@@ -107,7 +117,8 @@ def margins(n: int) -> None:
                     for row, ref, b in zip(out.double().tolist(), exact, bound.amax(dim=1).tolist()))
     print(f"rigorous float32 bound / exact error on {n} ACAS Xu points: median {ratios[n // 2]:.4f}, "
           f"worst {ratios[-1]:.4f} (goal ≤ 1000, never < 1); undecided rows {int(undecided.sum())}; {t:.2f} s")
+    return ratios
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
