@@ -7,7 +7,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .checker import (FORMAT, ONE, Malformed, Refuted, box, combine, domain, fields, integer, interval,  # noqa: F401
-                      items, negated, rational, read_maxout, read_transformer, row)
+                      items, rational, read_maxout, read_transformer, row)
 
 MAX_TREE = 10 ** 6          # tree nodes and decisions: bounds the work on a hostile certificate
 
@@ -18,6 +18,10 @@ class Unsupported(ValueError):
 
 def key(f: dict) -> tuple:
     return tuple(sorted(f.items()))
+
+
+def negated(form: dict) -> dict:
+    return {k: -x for k, x in form.items()}
 
 
 class Forms:

@@ -2,12 +2,14 @@
 It reads the two models of an ``exactform/certificate@2`` file with its own strict reader, re-derives
 every claim with ``fractions.Fraction`` guided by hints it verifies, and writes each statement itself;
 docs/spec.md §4–§6 specify the format and this algorithm."""
+import gzip
 import json
 import math
 import os
 import re
 import stat
 import sys
+import zlib
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -20,25 +22,22 @@ MAX_LN_DIGITS = 60           # digits of the ln T bound, so its series check sta
 ONE = -1                     # key of the constant term of an affine form {variable: coefficient}
 _RATIONAL = re.compile(r"(-?)(0|[1-9][0-9]*)(?:/([1-9][0-9]*))?")
 
-class Malformed(Exception):
-    """Not a readable certificate or model (exit 2)."""
+class Malformed(Exception): """Not a readable certificate or model (exit 2)."""
 
-class Refuted(Exception):
-    """A claim does not follow from the certificate (exit 1)."""
+class Refuted(Exception): """A claim does not follow from the certificate (exit 1)."""
 
-class _Float(str):
-    """A JSON float literal or constant, kept so that the reader can name its field."""
+class _Float(str): """A JSON float literal or constant, kept so that the reader can name its field."""
 
 def load(path) -> object:
-    """A JSON regular file of at most MAX_BYTES; floats and 40+-digit integers kept as markers to refuse."""
+    """A JSON regular file (gzip if named *.gz) of at most MAX_BYTES; floats and 40+-digit integers kept as markers to refuse."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise Malformed(f"{path}: not a regular file")
-        with open(path, "rb") as f:
+        with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as f:
             if len(data := f.read(MAX_BYTES + 1)) > MAX_BYTES:
                 raise Malformed(f"{path}: larger than {MAX_BYTES} bytes")
-    except OSError as e:
-        raise Malformed(f"{path}: {e.strerror}") from None
+    except (OSError, EOFError, zlib.error) as e:
+        raise Malformed(f"{path}: {getattr(e, 'strerror', None) or e}") from None
     try:
         return json.loads(data, parse_float=_Float, parse_constant=_Float, object_pairs_hook=_object,
                           parse_int=lambda s: _Float(s) if len(s.lstrip("-")) > 40 else int(s))
@@ -46,8 +45,7 @@ def load(path) -> object:
         raise Malformed(f"{path}: not JSON: {str(e)[:80]}") from None
 
 def _object(pairs):
-    out = dict(pairs)
-    if len(out) != len(pairs):
+    if len(out := dict(pairs)) != len(pairs):
         raise ValueError(f"duplicate key in {sorted(k for k, _ in pairs)[:5]}")
     return out
 
@@ -73,8 +71,10 @@ def items(v, where, n=None, nonempty=False):
         _fail(where, f"expected a {'non-empty ' if nonempty else ''}list{'' if n is None else f' of {n} entries'}")
     return v
 
-def rational(v, where, i=None) -> Fraction:
-    """A canonical rational string: ``-?N(/D)?``, reduced, D > 1, at most MAX_DIGITS digits each."""
+def rational(v, where, i=None, _seen={}) -> Fraction:
+    """A canonical rational string ``-?N(/D)?``: reduced, D > 1, ≤ MAX_DIGITS digits each (``_seen``: those read)."""
+    if type(v) is str and v in _seen:
+        return _seen[v]
     at = where if i is None else f"{where}[{i}]"
     if not isinstance(v, str) or isinstance(v, _Float):
         _fail(at, f"float literal {v[:40]} (rationals are strings such as \"-7/12\")" if isinstance(v, _Float)
@@ -85,14 +85,15 @@ def rational(v, where, i=None) -> Fraction:
     p, d = int(m[2]), int(m[3] or 1)
     if (m[3] and d == 1) or math.gcd(p, d) != 1 or (m[1] and p == 0):
         _fail(at, f"{v[:40]!r} is not canonical (reduced, denominator > 1, no '-0')")
-    return Fraction(-p if m[1] else p, d)
+    return _seen.setdefault(v, Fraction(-p if m[1] else p, d))
 
-def row(v, where, n) -> dict:
-    """The non-zero entries {index: value} of a length-n vector, dense or ``{"length", "index", "value"}``."""
+def row(v, where, n, entry=rational) -> dict:
+    """The non-zero entries {index: entry} of a length-n vector, dense or ``{"length", "index", "value"}``;
+    an entry is a rational, or a row when the vector is the list of rows of a matrix."""
     if isinstance(v, list):
         if len(v) != n:
             _fail(where, f"{len(v)} entries, expected {n}")
-        return {i: q for i, x in enumerate(v) if (q := rational(x, where, i))}
+        return {i: q for i, x in enumerate(v) if (q := entry(x, where, i))}
     fields(v, where, ("length", "index", "value"))
     index, value = items(v["index"], f"{where}.index"), items(v["value"], f"{where}.value", len(v["index"]))
     if integer(v["length"], f"{where}.length") != n:
@@ -100,7 +101,7 @@ def row(v, where, n) -> dict:
     out, last = {}, -1
     for k, (i, x) in enumerate(zip(index, value)):
         last = integer(i, f"{where}.index[{k}]", last + 1, n - 1)
-        if not (q := rational(x, f"{where}.value", k)):
+        if not (q := entry(x, f"{where}.value", k)):
             _fail(f"{where}.value[{k}]", "a listed sparse entry is zero")
         out[i] = q
     return out
@@ -109,12 +110,16 @@ def dense(v, where, n) -> list:
     r = row(v, where, n)
     return [r.get(i, Fraction(0)) for i in range(n)]
 
-def matrix(v, where, rows, cols) -> list:
-    return [row(r, f"{where}[{i}]", cols) for i, r in enumerate(items(v, where, rows))]
+def matrix(v, where, rows, cols, nonempty=False) -> list:
+    """``rows`` rows (any number if None) of ``cols`` entries; all-zero rows may be left out of a sparse list."""
+    n = rows if rows is not None else len(items(v, where, nonempty=nonempty)) if isinstance(v, list) else \
+        integer(fields(v, where, ("length", "index", "value"))["length"], f"{where}.length", int(nonempty))
+    r, zero = row(v, where, n, lambda x, at, i: row(x, f"{at}[{i}]", cols)), {}
+    return [r.get(i, zero) for i in range(n)]
 
 def affine_rows(weight, bias, wat, bat, cols) -> list:
     """``[(weights, bias)]``: a non-empty list of rows of length ``cols`` and one bias per row."""
-    rows = matrix(items(weight, wat, nonempty=True), wat, None, cols)
+    rows = matrix(weight, wat, None, cols, nonempty=True)
     return list(zip(rows, dense(bias, bat, len(rows))))
 
 def box(v, where, n) -> list:
@@ -199,39 +204,37 @@ def read_transformer(v, where) -> Transformer:
 
 def head(h, at, w) -> tuple:
     """``(query, key, value, output)`` of a head with at least one query row and one value row."""
-    query = matrix(items(fields(h, at, ("query", "key", "value", "output"))["query"], f"{at}.query", nonempty=True),
-                   f"{at}.query", None, w)
-    value = matrix(items(h["value"], f"{at}.value", nonempty=True), f"{at}.value", None, w)
+    query = matrix(fields(h, at, ("query", "key", "value", "output"))["query"], f"{at}.query", None, w, True)
+    value = matrix(h["value"], f"{at}.value", None, w, True)
     return query, matrix(h["key"], f"{at}.key", len(query), w), value, matrix(h["output"], f"{at}.output", w, len(value))
 
 def combine(terms, constant=0) -> dict:
     """Σ a·form + constant over ``terms = [(a, form)]``, zero coefficients dropped."""
     out = {ONE: constant} if constant else {}
     for a, form in terms:
-        for k, x in form.items():
-            out[k] = out.get(k, 0) + (x if a == 1 else a * x)
+        for k, x in form.items():   # products by 1 and sums with a new key skipped: Fraction arithmetic is slow
+            y = x if a == 1 else a if x == 1 and type(a) is Fraction else a * x
+            out[k] = out[k] + y if k in out else y
     return {k: x for k, x in out.items() if x}
 
 def form_of(weights: dict, bias, start: int) -> dict:
     """The affine form ``Σ a_c·x_{start+c} + bias`` of a row over the variables from ``start`` on."""
     return combine([(1, {start + c: a for c, a in weights.items()})], bias)
 
-def negated(form: dict) -> dict:
-    return {k: -x for k, x in form.items()}
-
 def slack(form, err) -> Fraction:
     """Σ |a_k|·err_k: how far the form moves when each variable k moves by at most err_k."""
     return sum((abs(a) * err[k] for k, a in form.items() if k != ONE and err[k]), Fraction(0))
 
+def dot(pairs) -> Fraction:
+    """Σ a·b exactly, as one integer sum over the common denominator (one Fraction, not one per term)."""
+    terms = [(a.numerator * b.numerator, a.denominator * b.denominator) for a, b in pairs if b]
+    den = math.lcm(1, *(d for _, d in terms))
+    return Fraction(sum(n * (den // d) for n, d in terms), den)
+
 def interval(form, box, err=None) -> tuple:
     """Exact bounds of the form over the box of its variables, widened by ``slack(form, err)``."""
-    lo = hi = form.get(ONE, Fraction(0))
-    for k, a in form.items():
-        if k != ONE:
-            l, h = box[k]
-            lo, hi = (lo + a * l, hi + a * h) if a > 0 else (lo + a * h, hi + a * l)
-    s = slack(form, err) if err else 0
-    return lo - s, hi + s
+    ends, s = [(a, box[k] if a > 0 else box[k][::-1]) for k, a in form.items() if k != ONE], slack(form, err) if err else 0
+    return (form.get(ONE, 0) + dot((a, e[0]) for a, e in ends) - s, form.get(ONE, 0) + dot((a, e[1]) for a, e in ends) + s)
 
 def text(q) -> str:
     if max(q.numerator.bit_length(), q.denominator.bit_length()) > 13000:
@@ -245,14 +248,12 @@ class Walk:
 
     def __init__(self, net: Maxout, tf: Transformer, hints: dict, at: str, ln_tokens=None, record=False):
         self.net, self.tf, self.hints, self.at, self.ln_tokens = net, tf, hints, at, ln_tokens
-        self.heads = self.pairs = 0
-        self.c2 = None                                   # the first token-shift defect, if any
+        self.heads, self.pairs, self.c2 = 0, 0, None     # c2: the first token-shift defect, if any
         self.obligations = [] if record else None         # (block, token, form, sign ≥ 0 or ≤ 0) for --smt
         self.box, self.starts, self.pieces = list(net.box), [0], []
         for layer in net.layers:
             start = self.starts[-1]
-            forms = [[form_of(w, b, start) for w, b in unit] for unit in layer]
-            self.pieces.append(forms)
+            self.pieces.append(forms := [[form_of(w, b, start) for w, b in unit] for unit in layer])
             self.starts.append(len(self.box))
             self.box += [(max(lo for lo, _ in ivs), max(hi for _, hi in ivs))
                          for ivs in ([interval(f, self.box) for f in unit] for unit in forms)]
@@ -291,7 +292,7 @@ class Walk:
             terms = [[(1, f)] for f in Xt]
             for u, p in enumerate(phase):
                 if p >= 0:          # an identity pair with hidden unit p: ReLU(v) − ReLU(−v) = v
-                    if p == u or phase[p] != u or pres[p] != negated(pres[u]) or columns[p] != negated(columns[u]):
+                    if p == u or phase[p] != u or pres[p] != {k: -x for k, x in pres[u].items()} or columns[p] != {k: -x for k, x in columns[u].items()}:
                         raise Refuted(f"block {b} token {t}: hidden units {u} and {p} are not an identity pair")
                 else:               # -1 off (pre ≤ 0), -2 on (pre ≥ 0) over the box, perturbation included
                     lo, hi = interval(pres[u], self.box, self.err)
@@ -522,7 +523,7 @@ def check_file(path, maxout=None, transformer=None, smt: bool = False) -> Result
 
 def add_parser(sub):
     p = sub.add_parser("check", help="re-verify certificates with the independent standard-library checker")
-    p.add_argument("certificates", nargs="+", help="certificate files, or folders of *cert*.json files")
+    p.add_argument("certificates", nargs="+", help="certificate files, or folders of *cert*.json(.gz) files")
     p.add_argument("--maxout", metavar="NET", help="bind: the embedded Maxout net must be this file's")
     p.add_argument("--transformer", metavar="TF", help="bind: the embedded Transformer must be this file's")
     p.add_argument("--smt", action="store_true", help="also prove the obligations with Z3, queries built from the models")
@@ -533,7 +534,7 @@ def add_parser(sub):
 def run(args) -> int:
     """``exactform check``: one line per certificate as it is checked, its failures, what is known."""
     files = [f for p in args.certificates for f in (sorted(os.path.join(p, n) for n in os.listdir(p) if "cert" in n
-                                                            and n.endswith(".json")) if os.path.isdir(p) else [p])]
+                                                            and n.endswith((".json", ".json.gz"))) if os.path.isdir(p) else [p])]
     if not files or (len(files) > 1 and (args.maxout or args.transformer)):
         print(f"exactform: error: {' '.join(args.certificates)}: " + ("no certificate files" if not files else
               "--maxout/--transformer bind exactly one certificate"), file=sys.stderr)
@@ -545,9 +546,7 @@ def run(args) -> int:
             print(f"exactform: error: {r.known}", file=sys.stderr, flush=True)
             continue
         print(f"{f}: " + ", ".join(f"{c} {'holds' if h else 'FAILS'}" for c, h, _ in r.claims))
-        for c, h, words in r.claims:
-            if not h or args.verbose:
-                print(f"  {c}: {words}")
+        print("".join(f"  {c}: {words}\n" for c, h, words in r.claims if not h or args.verbose), end="")
         print(f"{f}: {r.known}", flush=True)
     if len(files) > 1:
         print(f"{sum(h for r in results for _, h, _ in r.claims)} of {sum(len(r.claims) for r in results)} claims "

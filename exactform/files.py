@@ -3,6 +3,8 @@ checked before any work, and written atomically, so a failed or stopped command 
 half-written file and never replaces a folder, device or FIFO."""
 from __future__ import annotations
 
+import contextlib
+import gzip
 import os
 import tempfile
 from pathlib import Path
@@ -14,14 +16,17 @@ WRITTEN: list[str] = []
 
 
 def write_text(path: str | os.PathLike, text) -> None:
-    """Write ``text`` (a string, or an iterable of strings written as they come) to a temporary
-    file in the same folder, then rename it over ``path`` (atomic).  Only a regular file is ever
+    """Write ``text`` (a string, or an iterable of strings written as they come) as UTF-8 to a
+    temporary file in the same folder, gzip-compressed (reproducibly: no time, no name) when the
+    name ends in ``.gz``, then rename it over ``path`` (atomic).  Only a regular file is ever
     replaced (``output_file``)."""
     target = output_file(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.writelines([text] if isinstance(text, str) else text)
+        with os.fdopen(fd, "wb") as raw, (gzip.GzipFile("", "wb", 9, raw, mtime=0) if target.name.endswith(".gz")
+                                          else contextlib.nullcontext(raw)) as f:
+            for chunk in [text] if isinstance(text, str) else text:
+                f.write(chunk.encode("utf-8"))
         os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes 0600; give the mode a plain open() would
         os.replace(tmp, target)
     except BaseException:

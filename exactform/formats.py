@@ -8,9 +8,11 @@ and write atomically so a failed command never leaves a half-written file.
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import json
 import os
+import zlib
 from fractions import Fraction
 from itertools import compress, repeat
 from operator import is_not
@@ -19,7 +21,7 @@ from pathlib import Path
 from .errors import InputError as InputError   # re-exported: commands raise formats.InputError
 from .files import WRITTEN as WRITTEN, output_file as output_file, output_folder as output_folder, write_text as write_text
 from .files import _file_kind
-from .numbers import ZERO, RationalSyntaxError, format_rational, parse_rational
+from .numbers import ZERO, ZERO_ROW, RationalSyntaxError, format_rational, parse_rational
 
 
 class Reader:
@@ -96,9 +98,9 @@ class Reader:
                 pass  # the per-entry path below names the offending index
         return [r.rational() for r in self.list(length)]
 
-    def _sparse_vector(self, length: int | None) -> list[Fraction]:
-        """``{"length": n, "index": [...], "value": [...]}``: strictly increasing indices in
-        ``[0, n)``, canonical non-zero rationals of the same count; unlisted entries are 0."""
+    def _sparse(self, length: int | None, entry) -> tuple[int, dict]:
+        """``{"length": n, "index": [...], "value": [...]}``: n ≤ ``MAX_SPARSE_LENGTH``, strictly
+        increasing indices in ``[0, n)`` and one value each, read by ``entry``; ``(n, {index: value})``."""
         self.dict({"length", "index", "value"})
         n = self.field("length").int(minimum=0)
         if length is not None and n != length:
@@ -107,20 +109,57 @@ class Reader:
             raise self.field("length").error(f"more than {MAX_SPARSE_LENGTH} entries (documented size limit)")
         indices = self.field("index").list()
         values = self.field("value").list(len(indices))
-        out = [ZERO] * n
-        previous = -1
+        out, previous = {}, -1
         for r, v in zip(indices, values):
             k = r.int(minimum=0)
             if k <= previous or k >= n:
                 raise r.error(f"expected an index in ({previous}, {n}) (strictly increasing, below length), got {k}")
-            q = v.rational()
-            if q == 0:
-                raise v.error("a listed entry must be non-zero (leave zeros out)")
+            previous, out[k] = k, entry(v)
+        return n, out
+
+    def _sparse_vector(self, length: int | None) -> list[Fraction]:
+        """A sparse vector (``_sparse``) of canonical non-zero rationals; unlisted entries are 0."""
+        n, entries = self._sparse(length, _listed_rational)
+        out = [ZERO] * n
+        for k, q in entries.items():
             out[k] = q
-            previous = k
         return out
 
+    def sparse_row(self, length: int) -> dict[int, Fraction]:
+        """A length-``length`` vector, dense or sparse in the file, as ``{index: value}`` of its non-zeros."""
+        values = self.value
+        if isinstance(values, dict):
+            return self._sparse(length, _listed_rational)[1]
+        if isinstance(values, list) and len(values) == length:
+            try:
+                return {i: q for i, v in enumerate(values) if v != "0" and (q := _parse_cached(v))} or ZERO_ROW
+            except (RationalSyntaxError, TypeError):
+                pass  # the per-entry path names the offending index
+        return {i: q for i, q in enumerate(self.vector(length)) if q}
+
+    def sparse_rows(self, rows: int | None, cols: int) -> list[dict[int, Fraction]]:
+        """A matrix of ``cols`` columns, each row as ``sparse_row``; the list of rows may itself be
+        sparse (``encode_sparse_rows``), its unlisted rows all zero (one shared empty row)."""
+        if not isinstance(self.value, dict):
+            return [r.sparse_row(cols) for r in self.list(rows)]
+        return [ZERO_ROW if r is None else r._listed(r.sparse_row(cols)) for r in self._sparse_list(rows)]
+
+    def _sparse_list(self, length: int | None) -> list["Reader | None"]:
+        """The entries of a sparse list of rows, None where unlisted."""
+        n, entries = self._sparse(length, lambda v: v)
+        return [entries.get(k) for k in range(n)]
+
+    def _listed(self, row):
+        """A row listed in a sparse list of rows: not all zero (zero rows are left out)."""
+        if not any(row.values() if isinstance(row, dict) else row):
+            raise self.error("a listed row must not be all zero (leave it out)")
+        return row
+
     def matrix(self, rows: int | None = None, cols: int | None = None, sparse: bool = False) -> list[list[Fraction]]:
+        if sparse and isinstance(self.value, dict):
+            if cols is None:
+                raise self.error("a sparse list of rows needs a known row length")
+            return [[ZERO] * cols if r is None else r._listed(r.vector(cols, sparse)) for r in self._sparse_list(rows)]
         out = [r.vector(cols, sparse) for r in self.list(rows)]
         if cols is None and out and any(len(r) != len(out[0]) for r in out):
             bad = next(i for i, r in enumerate(out) if len(r) != len(out[0]))
@@ -132,10 +171,23 @@ def _kind(value: object) -> str:
     return repr(value) if isinstance(value, FloatLiteral) else type(value).__name__
 
 
-@functools.lru_cache(maxsize=1 << 16)
+def _listed_rational(v: Reader) -> Fraction:
+    """A value listed in a sparse vector: a canonical rational, not zero."""
+    try:
+        q = _parse_cached(v.value)
+    except (RationalSyntaxError, TypeError):
+        q = v.rational()                    # names the field
+    if q == 0:
+        raise v.error("a listed entry must be non-zero (leave zeros out)")
+    return q
+
+
+@functools.lru_cache(maxsize=1 << 16, typed=True)
 def _parse_cached(text: object) -> Fraction:
     """``parse_rational`` memoised (Fractions are immutable, so sharing them is safe); "0" is
     ``numbers.ZERO``."""
+    if isinstance(text, FloatLiteral):     # a JSON number (typed cache: never the string of the same text)
+        raise RationalSyntaxError("not a string")
     return ZERO if text == "0" else parse_rational(text)
 
 
@@ -144,17 +196,19 @@ MAX_FILE_BYTES = 64 * 2**20
 
 
 def load_json(path: str | os.PathLike) -> Reader:
-    """Parse a JSON file; JSON floats, NaN and Infinity are rejected at parse time."""
+    """Parse a JSON file (gzip-compressed when its name ends in ``.gz``); JSON floats, NaN and
+    Infinity are rejected at parse time; at most ``MAX_FILE_BYTES`` are read, decompressed."""
     source = str(path)
     try:
         if Path(path).exists() and not Path(path).is_file():
             raise InputError(source, "", f"{_file_kind(Path(path))}, not a regular file")
-        if Path(path).stat().st_size > MAX_FILE_BYTES:
-            raise InputError(source, "", f"{Path(path).stat().st_size:,} bytes; the documented limit is "
-                             f"{MAX_FILE_BYTES:,}")
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(source, "", f"cannot read: {e.strerror if isinstance(e, OSError) else e}") from None
+        with (gzip.open if source.endswith(".gz") else open)(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise InputError(source, "", f"more than {MAX_FILE_BYTES:,} bytes; the documented limit")
+        text = data.decode("utf-8")
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
+        raise InputError(source, "", f"cannot read: {getattr(e, 'strerror', None) or e}") from None
     return parse_json(text, source)
 
 
@@ -222,6 +276,24 @@ def encode_row(values: list[Fraction]) -> list[str] | dict:
 
 def encode_rows(rows: list[list[Fraction]]) -> list:
     return [encode_row(r) for r in rows]
+
+
+def encode_sparse_row(row: dict[int, Fraction], length: int) -> list[str] | dict:
+    """``encode_row`` of the length-``length`` vector with the non-zeros ``row``: the same text."""
+    nonzero = sorted(i for i, v in row.items() if v)
+    if length >= 8 and 2 * len(nonzero) < length:
+        return {"length": length, "index": nonzero, "value": [format_rational(row[i]) for i in nonzero]}
+    return [format_rational(row[i]) if i in row else "0" for i in range(length)]
+
+
+def encode_sparse_rows(rows: list[dict[int, Fraction]], length: int) -> list | dict:
+    """A matrix by its rows (each ``encode_sparse_row``), the list of rows itself sparse by the same
+    rule as a vector (at least 8 rows, fewer than half of them non-zero): ``{"length": m, "index":
+    [i0, ...], "value": [row i0, ...]}``, the unlisted rows all zero."""
+    nonzero = [i for i, r in enumerate(rows) if r and any(r.values())]
+    if len(rows) >= 8 and 2 * len(nonzero) < len(rows):
+        return {"length": len(rows), "index": nonzero, "value": [encode_sparse_row(rows[i], length) for i in nonzero]}
+    return [encode_sparse_row(r, length) for r in rows]
 
 
 MAX_SPARSE_LENGTH = 10 ** 6

@@ -15,6 +15,20 @@ from fractions import Fraction
 import flint
 
 ZERO = Fraction(0)
+
+
+class _ReadOnlyRow(dict):
+    """An empty dict that refuses to be changed (it is shared)."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("numbers.ZERO_ROW is shared and read-only; build a new row instead")
+
+    __setitem__ = __delitem__ = __ior__ = setdefault = update = pop = popitem = clear = _refuse
+
+
+ZERO_ROW = _ReadOnlyRow()
+"""The all-zero sparse row ``{column: value}``, shared and read-only (a Transformer has millions);
+it pickles and copies like a dict."""
 """The shared zero of models built in this process: ``row.count(ZERO)`` counts zeros at C speed
 when they are this object (other zeros still count, through ``Fraction.__eq__``)."""
 
@@ -230,6 +244,17 @@ class QMatrix:
         den = math.lcm(1, *{v.denominator for v in distinct.values()})
         scaled = {k: int(v.numerator * (den // v.denominator)) for k, v in distinct.items()}
         return cls(flint.fmpz_mat(len(rows), ncols, [scaled[id(v)] for row in rows for v in row]), den)
+
+    @classmethod
+    def from_sparse(cls, rows: list[dict[int, Fraction]], ncols: int) -> "QMatrix":
+        """The matrix whose row i has the entries ``rows[i]`` ({column: value}) and zeros elsewhere."""
+        den = math.lcm(1, *{v.denominator for row in rows for v in row.values()})
+        num = flint.fmpz_mat(len(rows), ncols)
+        for i, row in enumerate(rows):
+            for j, v in row.items():
+                if v:
+                    num[i, j] = v.numerator * (den // v.denominator)
+        return cls(num, den)
 
     @classmethod
     def from_ints(cls, rows: list[list[int]], den: int = 1, ncols: int | None = None) -> "QMatrix":

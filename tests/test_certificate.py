@@ -18,7 +18,7 @@ from exactform import checker
 from exactform.certificate.write import certify, certify_softmax
 from exactform.cli import main
 from exactform.construct.maxout_to_transformer import compile_maxout
-from exactform.formats import write_json
+from exactform.formats import canonical_json, write_json
 from exactform.geometry.enclosure import log_upper
 from exactform.models import MaxoutNet
 
@@ -242,6 +242,29 @@ def test_not_a_regular_file_does_not_hang(tmp_path, capsys):
     fifo = tmp_path / "x.cert.json"
     os.mkfifo(fifo)
     assert main(["check", str(fifo)]) == 2 and "not a regular file" in capsys.readouterr().err
+
+
+def test_gzip_certificates_are_written_reproducibly_and_read_within_the_limit(tmp_path, capsys, monkeypatch):
+    """``*.json.gz``: written by the certifier with no time or name in the header (byte-identical
+    twice), checked like the JSON; a truncated or non-gzip file is one line, exit 2; the limit is
+    on the decompressed bytes (a small bomb against a lowered limit)."""
+    import gzip
+    doc = good(NETS["ragged"]())[2]
+    for k in (1, 2):
+        write_json(tmp_path / f"{k}.cert.json.gz", doc)
+    data = (tmp_path / "1.cert.json.gz").read_bytes()
+    assert data == (tmp_path / "2.cert.json.gz").read_bytes() and gzip.decompress(data) == canonical_json(doc).encode()
+    assert main(["check", str(tmp_path / "1.cert.json.gz")]) == 0
+    assert main(["check", str(tmp_path)]) == 0 and "8 of 8 claims hold in 2 of 2" in capsys.readouterr().out
+    (tmp_path / "t.json.gz").write_bytes(data[: len(data) // 2])
+    (tmp_path / "n.json.gz").write_bytes(b"{}")
+    for bad in ("t.json.gz", "n.json.gz"):
+        assert main(["check", str(tmp_path / bad)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and bad in err, err
+    (tmp_path / "bomb.json.gz").write_bytes(gzip.compress(b" " * 10**6 + b"{}"))
+    monkeypatch.setattr(checker, "MAX_BYTES", 10**5)
+    assert main(["check", str(tmp_path / "bomb.json.gz")]) == 2 and "larger than" in capsys.readouterr().err
 
 
 def test_folder_tally_and_last_line(tmp_path, capsys):

@@ -82,7 +82,7 @@ def zero_blocks(tf: Transformer) -> Transformer:
 
 
 def scaled_keys(tf: Transformer, factor: Fraction) -> Transformer:
-    blocks = [Attention([Head(h.query, [[factor * a for a in r] for r in h.key], h.value, h.output) for h in b.heads])
+    blocks = [Attention([Head(h.query, [{c: factor * a for c, a in r.items()} for r in h.key], h.value, h.output) for h in b.heads])
               if isinstance(b, Attention) else b for b in tf.blocks]
     return with_blocks(tf, blocks)
 

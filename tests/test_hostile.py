@@ -462,3 +462,17 @@ def test_domain_with_a_leading_minus_for_every_command(work):
         f = _write(Path(d), "n.nnet", _valid_nnet())
         code, _, err = cli("import", f, "--domain", "-1/2:1/2", "-o", Path(d) / "o.json")
         assert code == 0, err
+
+
+@pytest.mark.parametrize("encoding", ["dense", "sparse"])
+def test_a_json_number_is_never_read_as_the_string_with_the_same_digits(encoding):
+    """Parsed rationals are memoised by their text; a 46-digit JSON integer literal after the
+    string of the same digits must still be refused (the cache is typed)."""
+    from exactform.formats import InputError, parse_json
+    big = "1" * 46
+    row = f'["{big}", {big}]' if encoding == "dense" else f'{{"length": 8, "index": [0, 1], "value": ["{big}", {big}]}}'
+    doc = parse_json(f'{{"v": {row}}}', "v.json")
+    with pytest.raises(InputError, match=r"v\[1\]|value\[1\]"):
+        doc.field("v").vector(2 if encoding == "dense" else 8, sparse=True)
+    with pytest.raises(InputError, match=r"v\[1\]|value\[1\]"):
+        doc.field("v").sparse_row(2 if encoding == "dense" else 8)

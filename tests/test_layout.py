@@ -57,11 +57,11 @@ def test_declared_layout_is_read_back_and_tampering_refused():
 def reads_writes(block, width: int) -> tuple[set[int], set[int]]:
     """Coordinates a compiled block reads (non-zero input columns) and writes (non-zero output rows)."""
     if isinstance(block, Attention):
-        reads = {c for h in block.heads for m in (h.query, h.key, h.value) for row in m for c in range(width) if row[c]}
-        writes = {r for h in block.heads for r in range(width) if any(h.output[r])}
+        reads = {c for h in block.heads for m in (h.query, h.key, h.value) for row in m for c in range(width) if row.get(c)}
+        writes = {r for h in block.heads for r in range(width) if any(h.output[r].values())}
     else:
-        reads = {c for row in block.w1 for c in range(width) if row[c]}
-        writes = {r for r in range(width) if any(block.w2[r]) or block.b2[r]}
+        reads = {c for row in block.w1 for c in range(width) if row.get(c)}
+        writes = {r for r in range(width) if any(block.w2[r].values()) or block.b2[r]}
     return reads, writes
 
 
@@ -79,7 +79,7 @@ def test_compiled_blocks_have_the_stated_shapes(net):
         if shape.name in ("pieces", "max"):
             target = lay.z if shape.name == "pieces" else lay.out
             assert writes == {target(i) for i in range(layer.units)}
-    assert not any(any(tf.embed_weight[lay.shift(j)]) for j in range(lay.tokens))
+    assert not any(any(tf.embed_weight[lay.shift(j)].values()) for j in range(lay.tokens))
 
 
 @pytest.mark.parametrize("net", NETS)

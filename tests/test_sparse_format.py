@@ -9,6 +9,7 @@ import pytest
 
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.formats import InputError, canonical_json, encode_row, parse_json
+from exactform.layout import Layout
 from exactform.models import Box, MaxoutLayer, MaxoutNet, Transformer, load_model
 
 F = Fraction
@@ -92,3 +93,64 @@ def test_sparse_length_is_bounded_before_allocation():
     doc["domain"] = {"lower": {"length": 10 ** 7, "index": [], "value": []}, "upper": ["1"]}
     with pytest.raises(InputError, match="domain.lower.length: .*size limit"):
         MaxoutNet.from_json(parse_json(canonical_json(doc), "net.json"))
+
+
+def _wide_net() -> MaxoutNet:
+    """Twelve inputs, so the construction's head outputs (width rows, one non-zero) are written as
+    sparse lists of rows."""
+    z, n = F(0), 12
+    weight = [[[F(i + 1, 3) if c == i else z for c in range(n)], [z] * n] for i in range(3)]
+    return MaxoutNet(Box((F(-1),) * n, (F(1),) * n), [MaxoutLayer(weight, [[F(1, 5), z]] * 3)],
+                     [[F(1), F(-2), F(3)]], [F(0)])
+
+
+def test_sparse_lists_of_rows_are_written_read_and_checked(tmp_path):
+    from exactform import checker
+    from exactform.certificate.write import certify
+    from exactform.formats import encode_sparse_rows
+    net = _wide_net()
+    tf = compile_maxout(net)
+    doc = tf.to_json()
+    output = doc["blocks"][1]["heads"][0]["output"]
+    out0 = Layout.from_json(tf.layout).out(0)
+    assert output == {"length": tf.width, "index": [out0], "value": [["1"]]}                # out_0 only
+    assert encode_sparse_rows([{}] * 7 + [{0: F(2)}], 1) == {"length": 8, "index": [7], "value": [["2"]]}
+    assert encode_sparse_rows([{0: F(1)}, {}], 1) == [["1"], ["0"]]                          # < 8 rows: dense
+    again = Transformer.from_json(parse_json(canonical_json(doc)))
+    assert again.digest() == tf.digest() and again.to_json() == doc
+    points = [[F(k - 6, 7)] * 12 for k in range(5)]
+    assert again.evaluate_batch(points) == net.evaluate_batch(points)
+    dense = json.loads(canonical_json(doc))                      # the same matrix written densely reads the same
+    dense["blocks"][1]["heads"][0]["output"] = [["1"] if r == out0 else ["0"] for r in range(tf.width)]
+    assert Transformer.from_json(parse_json(canonical_json(dense))).digest() == tf.digest()
+    cert = certify(net, tf)
+    assert cert.holds
+    (tmp_path / "c.json").write_text(canonical_json(cert.document))
+    assert checker.check_file(tmp_path / "c.json").code == 0
+
+
+@pytest.mark.parametrize("output, message", [
+    ({"length": 39, "index": [3], "value": [["0"]]}, "zero"),
+    ({"length": 39, "index": [3], "value": [{"length": 1, "index": [], "value": []}]}, "zero"),
+    ({"length": 39, "index": [39], "value": [["1"]]}, "index"),
+    ({"length": 38, "index": [3], "value": [["1"]]}, "38"),
+    ({"length": 39, "index": [5, 3], "value": [["1"], ["1"]]}, "increasing|index"),
+    ({"length": 39, "index": [3], "value": [["1", "2"]]}, "2 entries|expected 1"),
+])
+def test_hostile_sparse_lists_of_rows_are_refused_by_both_readers(tmp_path, output, message):
+    """The models' reader and the checker refuse the same malformed lists, naming the field."""
+    from exactform import checker
+    from exactform.certificate.write import certify
+    net = _wide_net()
+    tf = compile_maxout(net)
+    assert tf.width == 39
+    doc = tf.to_json()
+    doc["blocks"][1]["heads"][0]["output"] = output
+    with pytest.raises(InputError, match=message) as e:
+        Transformer.from_json(parse_json(canonical_json(doc), "tf.json"))
+    assert "blocks[1].heads[0].output" in str(e.value)
+    cert = certify(net, tf).document
+    cert["transformer"] = doc
+    (tmp_path / "c.json").write_text(canonical_json(cert))
+    result = checker.check_file(tmp_path / "c.json")
+    assert result.code == 2 and "blocks[1].heads[0].output" in result.known, result.known

@@ -3,11 +3,8 @@ state (B, T, w); hardmax is an argmax mask ``Equal(S, ReduceMax(S))`` divided by
 (ties share equally); softmax(λ) is ``Softmax(λ·S)``. Heads are stacked, padded with zero rows."""
 from __future__ import annotations
 
-from fractions import Fraction
-
 from ..models import FeedForward, Transformer
-
-ZERO = Fraction(0)
+from ..models.transformer import dense
 
 
 def to_onnx(tf: Transformer, dtype: str = "float32"):
@@ -35,26 +32,29 @@ def to_onnx(tf: Transformer, dtype: str = "float32"):
         return name
 
     T = tf.tokens
-    transpose = lambda m: [list(c) for c in zip(*m)]    # noqa: E731
+    w = tf.width
+
+    def transpose(rows, cols):
+        return [list(c) for c in zip(*dense(rows, cols))]
     x = node("Unsqueeze", ["x", ints("axis1", [1])], "x_tokens")
-    X = node("Add", [node("MatMul", [x, const("embed_weight_t", transpose(tf.embed_weight))], "embedded"),
+    X = node("Add", [node("MatMul", [x, const("embed_weight_t", transpose(tf.embed_weight, tf.input_dim))], "embedded"),
                      const("embed_bias", tf.embed_bias)], "X0")
     for n, block in enumerate(tf.blocks):
         p = f"b{n}_"
         if isinstance(block, FeedForward):
-            h = node("Relu", [node("Add", [node("MatMul", [X, const(p + "w1_t", transpose(block.w1))], p + "z"),
+            h = node("Relu", [node("Add", [node("MatMul", [X, const(p + "w1_t", transpose(block.w1, w))], p + "z"),
                                            const(p + "b1", block.b1)], p + "pre")], p + "h")
-            d = node("Add", [node("MatMul", [h, const(p + "w2_t", transpose(block.w2))], p + "w2h"),
+            d = node("Add", [node("MatMul", [h, const(p + "w2_t", transpose(block.w2, block.hidden))], p + "w2h"),
                              const(p + "b2", block.b2)], p + "delta")
         else:
             H = len(block.heads)
             dk = max(len(hd.query) for hd in block.heads)
             dv = max(len(hd.value) for hd in block.heads)
-            zero_row = [ZERO] * tf.width
+            zero_row = {}
 
             def stacked(name, k):
                 rows = [r for hd in block.heads for r in getattr(hd, name) + [zero_row] * (k - len(getattr(hd, name)))]
-                m = node("MatMul", [X, const(p + name + "_t", transpose(rows))], p + name)
+                m = node("MatMul", [X, const(p + name + "_t", transpose(rows, w))], p + name)
                 shaped = node("Reshape", [m, ints(p + name + "_shape", [0, T, H, k])], p + name + "_heads")
                 return node("Transpose", [shaped], p + name + "_bh", perm=[0, 2, 1, 3])    # (B, H, T, k)
 
@@ -70,12 +70,12 @@ def to_onnx(tf: Transformer, dtype: str = "float32"):
                 a = node("Softmax", [node("Mul", [s, scale], p + "scaled")], p + "weights", axis=-1)
             mixed = node("Transpose", [node("MatMul", [a, v], p + "mixed_bh")], p + "mixed_t", perm=[0, 2, 1, 3])
             flat = node("Reshape", [mixed, ints(p + "flat_shape", [0, T, H * dv])], p + "mixed")
-            out = [[x for hd in block.heads for x in hd.output[r] + [ZERO] * (dv - len(hd.value))]
-                   for r in range(tf.width)]
-            d = node("MatMul", [flat, const(p + "output_t", transpose(out))], p + "delta")
+            out = [{k * dv + j: x for k, hd in enumerate(block.heads) for j, x in hd.output[r].items()}
+                   for r in range(w)]
+            d = node("MatMul", [flat, const(p + "output_t", transpose(out, H * dv))], p + "delta")
         X = node("Add", [X, d], f"X{n + 1}")
     picked = node("Gather", [X, ints("readout_token", tf.readout_token)], "picked", axis=1)
-    node("Add", [node("MatMul", [picked, const("readout_weight_t", transpose(tf.readout_weight))], "read"),
+    node("Add", [node("MatMul", [picked, const("readout_weight_t", transpose(tf.readout_weight, w))], "read"),
                  const("readout_bias", tf.readout_bias)], "y")
     graph = helper.make_graph(nodes, "exactform_transformer",
                               [helper.make_tensor_value_info("x", elem, ["batch", tf.input_dim])],

@@ -35,10 +35,14 @@ def networks():
     }
 
 
-_PEAK = ("import resource, runpy, sys\n"
-         "sys.argv = ['exactform'] + sys.argv[2:]\n"
-         "try:\n    runpy.run_module('exactform.cli', run_name='__main__')\n"
-         "finally:\n    open(sys.argv_peak, 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n")
+_PEAK = ("import re, sys\n"
+         "from exactform.cli import main\n"
+         "try:\n    code = main(sys.argv[2:])\n"
+         "finally:\n    peak = re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read())\n"
+         "    open(sys.argv_peak, 'w').write(peak[1] if peak else '')\n"
+         "sys.exit(code)\n")
+"""The child's peak resident set, from ``VmHWM`` (kB): ``ru_maxrss`` would keep the parent's
+peak across ``fork``/``exec``, and the parent has torch loaded."""
 
 
 def run_step(argv: list[str], timeout: float) -> tuple[str, float, str]:
@@ -87,6 +91,8 @@ def main() -> int:
             status, seconds, peak = run_step(argv, args.step_timeout)
             total += seconds
             written = {"import": "net.json", "compile": "tf.json", "certify": "cert.json"}.get(step)
+            if status == "ok" and written and not (out / written).exists():
+                status = f"no {written} written"             # a step that claims success must show it
             size = f"{(out / written).stat().st_size / 1e6:.2f} MB" if written and (out / written).exists() else ""
             rows.append([name, step, status, f"{seconds:.1f}", peak, size])
             print(rows[-1], flush=True)

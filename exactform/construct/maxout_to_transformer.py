@@ -16,10 +16,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..geometry.bounds import maxout_bounds
-from ..layout import Layout, closed_sizes, padded_piece
+from ..layout import Layout, closed_nonzeros, closed_sizes, padded_piece
 from ..layout import shift_constants as layout_shift_constants
 from ..models import Attention, FeedForward, Head, MaxoutNet, Transformer
-from ..numbers import ZERO, bit_size
+from ..numbers import ZERO, ZERO_ROW, bit_size
 
 ONE = Fraction(1)
 
@@ -41,7 +41,7 @@ def compile_maxout(net: MaxoutNet, shifts: list[list[list[Fraction]]] | None = N
     w = lay.width
     R = shift_constants(net) if shifts is None else shifts
 
-    embed_weight = [[ZERO] * net.input_dim for _ in range(w)]
+    embed_weight = [{} for _ in range(w)]
     for i in range(net.input_dim):
         embed_weight[lay.h(i)][i] = ONE
     embed_bias = []
@@ -57,25 +57,21 @@ def compile_maxout(net: MaxoutNet, shifts: list[list[list[Fraction]]] | None = N
         blocks += [_pieces_block(net, l, R[l], lay), _max_block(layer.units, lay),
                    _advance_block(widths[l], layer.units, lay)]
 
-    readout = [[ZERO] * w for _ in net.readout_weight]
-    for o, row in enumerate(net.readout_weight):
-        for i, a in enumerate(row):
-            readout[o][lay.h(i)] = a
+    readout = [{lay.h(i): a for i, a in enumerate(row) if a} for row in net.readout_weight]
     return Transformer(net.domain, T, w, "hardmax", embed_weight, embed_bias, blocks, 0,
                        readout, list(net.readout_bias), lay.to_json())
 
 
 def _pieces_block(net: MaxoutNet, l: int, R: list[list[Fraction]], lay: Layout) -> FeedForward:
     layer, w = net.layers[l], lay.width
-    hidden = 2 * layer.units * lay.tokens
-    w1, b1, w2 = [], [], [[ZERO] * hidden for _ in range(w)]
+    w1, b1, w2 = [], [], [{} for _ in range(w)]
     for i in range(layer.units):
         for j in range(lay.tokens):
             weights, bias = layer.piece(i, padded_piece(layer.ranks[i], j))
             for sign in (1, -1):
-                row = [ZERO] * w
-                row[lay.blocks["h"].first(len(weights))] = weights if sign > 0 else [-a for a in weights]
-                row[lay.shift(j)] = -R[i][j]
+                row = {lay.h(c): (a if sign > 0 else -a) for c, a in enumerate(weights) if a}
+                if R[i][j]:
+                    row[lay.shift(j)] = -R[i][j]
                 w2[lay.z(i)][len(w1)] = ONE if sign > 0 else -ONE
                 w1.append(row)
                 b1.append(bias if sign > 0 else -bias)
@@ -83,11 +79,12 @@ def _pieces_block(net: MaxoutNet, l: int, R: list[list[Fraction]], lay: Layout) 
 
 
 def _max_block(units: int, lay: Layout) -> Attention:
-    def unit_row(col: int) -> list[list[Fraction]]:
-        return [[ONE if c == col else ZERO for c in range(lay.width)]]
+    def output(i: int) -> list:
+        rows = [ZERO_ROW] * lay.width
+        rows[lay.out(i)] = {0: ONE}
+        return rows
 
-    return Attention([Head(query=unit_row(lay.const), key=unit_row(lay.z(i)), value=unit_row(lay.z(i)),
-                           output=[[ONE if r == lay.out(i) else ZERO] for r in range(lay.width)])
+    return Attention([Head(query=[{lay.const: ONE}], key=[{lay.z(i): ONE}], value=[{lay.z(i): ONE}], output=output(i))
                       for i in range(units)])
 
 
@@ -98,14 +95,12 @@ def _advance_block(previous: int, units: int, lay: Layout) -> FeedForward:
     pairs += [(lay.h(i), {lay.h(i): -ONE}) for i in range(previous)]
     pairs += [(lay.out(i), {lay.h(i): ONE, lay.out(i): -ONE}) for i in range(units)]
     pairs += [(lay.z(i), {lay.z(i): -ONE}) for i in range(units)]
-    w1, w2 = [], [[ZERO] * (2 * len(pairs)) for _ in range(w)]
+    w1, w2 = [], [{} for _ in range(w)]
     for src, writes in pairs:
         for sign in (ONE, -ONE):
-            row = [ZERO] * w
-            row[src] = sign
             for r, a in writes.items():
                 w2[r][len(w1)] = a if sign > 0 else -a
-            w1.append(row)
+            w1.append({src: sign})
     return FeedForward(w1, [ZERO] * len(w1), w2, [ZERO] * w)
 
 
@@ -114,38 +109,29 @@ def _advance_block(previous: int, units: int, lay: Layout) -> FeedForward:
 def predicted_sizes(net: MaxoutNet, R: list[list[list[Fraction]]]) -> dict:
     """Sizes of ``compile_maxout(net)`` from the closed formulas (no Transformer is built).
 
-    Dense sizes: ``layout.closed_sizes``.  With n_l units per layer and T = max rank,
-    non-zeros d + T² + Σ_l [2 Σ_{i,j} (nnz W[i][j'] + 1 + [b_ij' ≠ 0]) + 2 n_l T + 4 n_l
-    + 2(n_{l−1} + 2n_l) + 2 n_{l−1} + 6 n_l] + nnz(A) + nnz(c), j' the padded piece index.
+    Dense sizes: ``layout.closed_sizes``; non-zeros: ``layout.closed_nonzeros``.
     """
     dense = closed_sizes(net.widths, net.max_rank, net.output_dim)
     T = dense.tokens
-    n, d = net.widths, net.input_dim
-    nnz = d + T * T + sum(1 for row in net.readout_weight for a in row if a) + sum(1 for c in net.readout_bias if c)
     numbers = [ONE] + [a for row in net.readout_weight for a in row] + list(net.readout_bias)
-    for l, layer in enumerate(net.layers, start=1):
+    for l, layer in enumerate(net.layers):
         for i in range(layer.units):
             for j in range(T):
                 ws, b = layer.piece(i, padded_piece(layer.ranks[i], j))
-                nnz += 2 * (sum(1 for a in ws if a) + (1 if R[l - 1][i][j] else 0) + (1 if b else 0))
-                numbers += ws + [b, R[l - 1][i][j]]
-        nnz += 2 * n[l] * T + 4 * n[l] + 2 * (n[l - 1] + 2 * n[l]) + 2 * n[l - 1] + 6 * n[l]
+                numbers += ws + [b, R[l][i][j]]
+    nnz = closed_nonzeros(net, R)
     return {"blocks": dense.blocks, "tokens": T, "width": dense.width, "heads": dense.heads, "hidden": dense.hidden,
-            "parameters": dense.parameters, "nonzero_parameters": nnz,
-            "numerator_bits": max(bit_size(x)[0] for x in numbers),
-            "denominator_bits": max(bit_size(x)[1] for x in numbers)}
+            "parameters": dense.parameters, "nonzero_parameters": nnz, **_bits(numbers)}
 
 
 def measured_sizes(tf: Transformer) -> dict:
     """The same quantities read off a built Transformer."""
-    numbers = {id(x): x for m in tf.matrices() for row in m for x in row if x is not ZERO}   # shared objects
+    numbers = {id(x): x for m, _ in tf.matrices() for row in m for x in row.values()}   # shared objects
     numbers = [ZERO] + list(numbers.values()) + [x for v in tf.vectors() for x in v]
     return {"blocks": len(tf.blocks), "tokens": tf.tokens, "width": tf.width,
             "heads": [len(b.heads) for b in tf.blocks if isinstance(b, Attention)],
             "hidden": [b.hidden for b in tf.blocks if isinstance(b, FeedForward)],
-            "parameters": tf.parameter_count(), "nonzero_parameters": tf.nonzero_count(),
-            "numerator_bits": max(bit_size(x)[0] for x in numbers),
-            "denominator_bits": max(bit_size(x)[1] for x in numbers)}
+            "parameters": tf.parameter_count(), "nonzero_parameters": tf.nonzero_count(), **_bits(numbers)}
 
 
 def source_sizes(net: MaxoutNet) -> dict:
@@ -154,6 +140,10 @@ def source_sizes(net: MaxoutNet) -> dict:
               [b for layer in net.layers for bs in layer.bias for b in bs] + \
               [a for row in net.readout_weight for a in row] + list(net.readout_bias)
     return {"layers": len(net.layers), "widths": net.widths, "max_rank": net.max_rank,
-            "parameters": net.parameter_count(), "nonzero_parameters": sum(1 for x in numbers if x),
-            "numerator_bits": max(bit_size(x)[0] for x in numbers),
-            "denominator_bits": max(bit_size(x)[1] for x in numbers)}
+            "parameters": net.parameter_count(), "nonzero_parameters": sum(1 for x in numbers if x), **_bits(numbers)}
+
+
+def _bits(numbers: list[Fraction]) -> dict:
+    """The largest numerator and denominator sizes, in bits (zero has 0 and 1)."""
+    sizes = [bit_size(x) for x in numbers if x] or [(0, 1)]
+    return {"numerator_bits": max(n for n, _ in sizes), "denominator_bits": max(d for _, d in sizes)}

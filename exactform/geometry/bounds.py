@@ -41,6 +41,20 @@ def affine_intervals(rows: QMatrix, box: list[Interval]) -> list[Interval]:
     return [(a[0], b[0]) for a, b in zip(lo, hi)]
 
 
+def form_interval(form: dict, box: list[Interval], one=-1) -> Interval:
+    """The exact range over the box of the sparse affine form ``{variable: a, one: constant}`` (entries
+    and box of one exact type: Fraction or fmpq)."""
+    lo = hi = form.get(one, 0)
+    for k, a in form.items():
+        if k != one:
+            l, h = box[k]
+            if a > 0:
+                lo, hi = lo + a * l, hi + a * h
+            else:
+                lo, hi = lo + a * h, hi + a * l
+    return lo, hi
+
+
 def maxout_bounds(net) -> MaxoutBounds:
     """Interval propagation of the domain through a Maxout network, layer by layer."""
     box = list(zip(net.domain.lower, net.domain.upper))

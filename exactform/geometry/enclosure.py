@@ -63,8 +63,13 @@ def _relu(x: flint.arb) -> flint.arb:
     return x.max(flint.arb(0))
 
 
-def _matrix(rows: list[list[Fraction]]) -> flint.arb_mat:
-    return flint.arb_mat([[ball(x) for x in row] for row in rows]) if rows else flint.arb_mat(0, 0)
+def _matrix(rows: list[dict], cols: int) -> flint.arb_mat:
+    """The sparse rows (``models.transformer.Rows``) as an exact ball matrix."""
+    m = flint.arb_mat(len(rows), cols)
+    for i, row in enumerate(rows):
+        for j, x in row.items():
+            m[i, j] = ball(x)
+    return m
 
 
 def _columns(m: flint.arb_mat) -> list[list[flint.arb]]:
@@ -86,34 +91,35 @@ def enclose(tf: Transformer, point: list[Fraction], digits: int = 40) -> list[Bo
     if tf.is_hardmax:
         raise ValueError("enclose() evaluates softmax attention; hardmax Transformers evaluate exactly")
     T, w = tf.tokens, tf.width
-    columns = [[sum((a * x for a, x in zip(row, point)), Fraction(0)) + tf.embed_bias[t][r]
+    columns = [[sum((a * point[c] for c, a in row.items()), Fraction(0)) + tf.embed_bias[t][r]
                 for r, row in enumerate(tf.embed_weight)] for t in range(T)]
     with precision(digits):
         lam = ball(tf.attention)
         X = flint.arb_mat([[ball(columns[t][r]) for t in range(T)] for r in range(w)])
         for block in tf.blocks:
             if isinstance(block, FeedForward):
-                pre = _matrix(block.w1) * X
+                pre = _matrix(block.w1, w) * X
                 act = flint.arb_mat([[_relu(pre[r, t] + ball(block.b1[r])) for t in range(T)]
                                      for r in range(block.hidden)])
-                out = _matrix(block.w2) * act
+                out = _matrix(block.w2, block.hidden) * act
                 X = X + flint.arb_mat([[out[r, t] + ball(block.b2[r]) for t in range(T)] for r in range(w)])
             else:
                 X = X + _attend(block, X, T, lam)
-        y = _matrix(tf.readout_weight) * flint.arb_mat([[X[r, tf.readout_token]] for r in range(w)])
+        y = _matrix(tf.readout_weight, w) * flint.arb_mat([[X[r, tf.readout_token]] for r in range(w)])
         return [bounds(y[o, 0] + ball(b)) for o, b in enumerate(tf.readout_bias)]
 
 
 def _attend(block: Attention, X: flint.arb_mat, T: int, lam: flint.arb) -> flint.arb_mat:
-    total = flint.arb_mat(X.nrows(), T)
+    w = X.nrows()
+    total = flint.arb_mat(w, T)
     for head in block.heads:
-        q, k = _columns(_matrix(head.query) * X), _columns(_matrix(head.key) * X)
-        values = _columns(_matrix(head.value) * X)
+        q, k = _columns(_matrix(head.query, w) * X), _columns(_matrix(head.key, w) * X)
+        values = _columns(_matrix(head.value, w) * X)
         mixed = []
         for i in range(T):
             scores = [sum((a * b for a, b in zip(q[i], k[j])), flint.arb(0)) for j in range(T)]
             mixed.append(_softmax_mix(scores, values, lam))
-        total = total + _matrix(head.output) * flint.arb_mat([[mixed[i][r] for i in range(T)]
+        total = total + _matrix(head.output, len(head.value)) * flint.arb_mat([[mixed[i][r] for i in range(T)]
                                                              for r in range(len(values[0]))])
     return total
 

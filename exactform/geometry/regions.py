@@ -26,7 +26,7 @@ from functools import partial
 from itertools import product
 
 from ..models import Box, MaxoutNet, Transformer
-from ..models.transformer import Attention, FeedForward
+from ..models.transformer import Attention, FeedForward, dense
 from .cells import (ONE, ZERO, Interval, Polygon, Polytope, Vertices, argmax_split, box_cell, centroid,
                     dot, evaluate, exact_key, integer_form, rational, to_point)
 
@@ -121,7 +121,8 @@ class TransformerProgram:
 
     def initial(self):
         tf = self.tf
-        return [[tuple(map(rational, tf.embed_weight[r])) + (rational(tf.embed_bias[t][r]),)
+        embed = dense(tf.embed_weight, self.d)
+        return [[tuple(map(rational, embed[r])) + (rational(tf.embed_bias[t][r]),)
                  for r in range(tf.width)] for t in range(tf.tokens)]
 
     def stages(self):
@@ -131,8 +132,9 @@ class TransformerProgram:
     def _feedforward(self, block: FeedForward):
         d, zero = self.d, (ZERO,) * (self.d + 1)
         reads, writes = block.reads, block.writes
-        w1 = [([rational(row[r]) for r in reads], rational(b)) for row, b in zip(block.w1, block.b1)]
-        w2 = {r: ([ONE] + [rational(v) for v in block.w2[r]], rational(block.b2[r])) for r in writes}
+        w1 = [([rational(row.get(r, ZERO)) for r in reads], rational(b)) for row, b in zip(block.w1, block.b1)]
+        w2 = {r: ([ONE] + [rational(v) for v in dense([block.w2[r]], block.hidden)[0]], rational(block.b2[r]))
+              for r in writes}
 
         def stage(X):
             pre = [[combine(row, [x[r] for r in reads], b, d) for row, b in w1] for x in X]
@@ -154,9 +156,11 @@ class TransformerProgram:
     def _attention(self, block: Attention):
         d, T = self.d, self.tf.tokens
 
-        def exact(m):
-            return [[rational(v) for v in row] for row in m]
-        mats = [(exact(h.query), exact(h.key), exact(h.value), exact(h.output)) for h in block.heads]
+        def exact(m, cols):
+            return [[rational(v) for v in row] for row in dense(m, cols)]
+        w = self.tf.width
+        mats = [(exact(h.query, w), exact(h.key, w), exact(h.value, w), exact(h.output, len(h.value)))
+                for h in block.heads]
 
         def stage(X):
             def apply(m, x):
@@ -187,7 +191,7 @@ class TransformerProgram:
     def output(self, X) -> tuple:
         x = X[self.tf.readout_token]
         return tuple(combine([rational(v) for v in w], x, rational(b), self.d)
-                     for w, b in zip(self.tf.readout_weight, self.tf.readout_bias))
+                     for w, b in zip(dense(self.tf.readout_weight, self.tf.width), self.tf.readout_bias))
 
 
 def program_of(model):

@@ -14,53 +14,106 @@ from functools import cached_property, lru_cache
 
 import flint
 
-from ..formats import Reader, check_format, encode_row, encode_rows, sha256
+from ..formats import Reader, check_format, encode_row, encode_rows, encode_sparse_rows, sha256
 from ..numbers import ZERO, QMatrix, exact_point, format_rational, selection, to_sympy
 from .box import Box
 
-Matrix = list[list[Fraction]]
+Rows = list[dict[int, Fraction]]
+"""A matrix by its rows, each the dict ``{column: value}`` of its non-zero entries (all-zero rows
+are often the shared read-only ``numbers.ZERO_ROW``); the column count is the block's (the width,
+the hidden size or a head's value size), so memory and every pass follow the non-zeros.  ``dense``
+gives the list-of-lists form for small consumers."""
 
 
-def _nonzero_columns(*mats: Matrix) -> list[int]:
-    cols = len(mats[0][0]) if mats and mats[0] else 0
-    return [j for j in range(cols) if any(row[j] for m in mats for row in m)]
+def sparse(rows) -> Rows:
+    """Rows given as mappings or as dense lists (as a caller may write them), as ``Rows``."""
+    return [{j: v for j, v in enumerate(row) if v} if isinstance(row, list) else row for row in rows]
 
 
-def _nonzero_rows(m: Matrix, extra: list[Fraction] | None = None) -> list[int]:
-    return [i for i, row in enumerate(m) if any(row) or (extra is not None and extra[i])]
+def _sparse_fields(obj, *names: str) -> None:
+    for name in names:
+        object.__setattr__(obj, name, sparse(getattr(obj, name)))
 
 
-def identity_partners(rows, columns) -> dict[int, int]:
+def dense(rows: Rows, ncols: int) -> list[list[Fraction]]:
+    """The rows as dense lists of ``ncols`` entries (zeros are ``numbers.ZERO``)."""
+    out = []
+    for row in rows:
+        d = [ZERO] * ncols
+        for j, v in row.items():
+            d[j] = v
+        out.append(d)
+    return out
+
+
+def transpose(rows: Rows, ncols: int) -> Rows:
+    """The columns of the matrix as sparse rows."""
+    out: Rows = [{} for _ in range(ncols)]
+    for i, row in enumerate(rows):
+        for j, v in row.items():
+            out[j][i] = v
+    return out
+
+
+def _nonzero_columns(*mats: Rows) -> list[int]:
+    return sorted({j for m in mats for row in m for j, v in row.items() if v})
+
+
+def _nonzero_rows(m: Rows, extra: list[Fraction] | None = None) -> list[int]:
+    return [i for i, row in enumerate(m) if any(row.values()) or (extra is not None and extra[i])]
+
+
+def _restricted(rows: Rows, columns: list[int], bias: list[Fraction] | None = None) -> QMatrix:
+    """``[rows restricted to columns | bias]`` (a zero bias column without ``bias``) as a QMatrix."""
+    pos = {c: k for k, c in enumerate(columns)}
+    return QMatrix.from_sparse([{pos[c]: v for c, v in row.items() if c in pos} |
+                                ({len(columns): bias[i]} if bias is not None and bias[i] else {})
+                                for i, row in enumerate(rows)], len(columns) + 1)
+
+
+def row_key(row: dict[int, Fraction], *extra) -> tuple:
+    return tuple(sorted((j, v) for j, v in row.items() if v)) + extra
+
+
+def identity_partners(keys: list, negated: list) -> dict[int, int]:
     """The partner of each hidden unit that is half of an identity pair: its pre-activation row and
     output column are the exact negatives of the partner's, so ``ReLU(v) − ReLU(−v) = v`` makes the
-    pair add ``column·v`` for every input, with no bound.  The k-th unit with (row, column) pairs
-    with the k-th with (−row, −column); a unit is never its own partner.  The one matcher of the
+    pair add ``column·v`` for every input, with no bound.  ``keys[u]``: a hashable form of unit u's
+    (row, column); ``negated[u]``: the same of (−row, −column).  The k-th unit with a key pairs with
+    the k-th whose negated key it is; a unit is never its own partner.  The one matcher of the
     package, used by the evaluator (block weights) and the prover (per-token pre-activations)."""
-    waiting: dict[tuple, list[int]] = {}
+    waiting: dict = {}
     partner: dict[int, int] = {}
-    for u, (row, column) in enumerate(zip(rows, columns)):
-        row, column = tuple(row), tuple(column)
-        match = waiting.get((tuple(-x for x in row), tuple(-x for x in column)))
+    for u, (key, neg) in enumerate(zip(keys, negated)):
+        match = waiting.get(neg)
         if match:
             p = match.pop(0)
             partner[p], partner[u] = u, p
         else:
-            waiting.setdefault((row, column), []).append(u)
+            waiting.setdefault(key, []).append(u)
     return partner
 
 
 @dataclass(frozen=True, eq=False)
 class FeedForward:
-    """``X'[:,t] = X[:,t] + w2 ReLU(w1 X[:,t] + b1) + b2`` for every token t."""
-    w1: Matrix
+    """``X'[:,t] = X[:,t] + w2 ReLU(w1 X[:,t] + b1) + b2`` for every token t (``w1``: hidden × width,
+    ``w2``: width × hidden, sparse rows; ``b1``, ``b2`` dense)."""
+    w1: Rows
     b1: list[Fraction]
-    w2: Matrix
+    w2: Rows
     b2: list[Fraction]
     kind = "feedforward"
+
+    def __post_init__(self):
+        _sparse_fields(self, "w1", "w2")
 
     @property
     def hidden(self) -> int:
         return len(self.w1)
+
+    @property
+    def width(self) -> int:
+        return len(self.b2)
 
     @cached_property
     def reads(self) -> list[int]:
@@ -71,47 +124,46 @@ class FeedForward:
         return _nonzero_rows(self.w2, self.b2)
 
     @cached_property
-    def compact(self) -> tuple[QMatrix, QMatrix]:
-        """The block as written, on its read coordinates (plus a ones row): ``[w1 | b1]`` and
-        ``[w2 | b2]`` on the written rows (what the prover resolves ReLU by ReLU)."""
-        first = QMatrix.from_rows([[row[j] for j in self.reads] + [b] for row, b in zip(self.w1, self.b1)])
-        second = QMatrix.from_rows([self.w2[i] + [self.b2[i]] for i in self.writes], ncols=self.hidden + 1)
-        return first, second
+    def columns(self) -> Rows:
+        """The output column of each hidden unit, ``{row: value}``."""
+        return transpose(self.w2, self.hidden)
 
     @cached_property
     def identity_pairs(self) -> list[tuple[int, int]]:
         """Hidden units ``(u, p)``, u < p, with ``w1[p] = −w1[u]``, ``b1[p] = −b1[u]``, ``w2[:,p] = −w2[:,u]``:
         such a pair adds the affine map ``w2[:,u]·(w1[u]·x + b1[u])`` whatever the input."""
-        columns = list(zip(*self.w2)) if self.w2 else [() for _ in self.w1]
-        partner = identity_partners([tuple(r) + (b,) for r, b in zip(self.w1, self.b1)], columns)
+        keys = [(row_key(r, (-1, b)), row_key(c)) for r, b, c in zip(self.w1, self.b1, self.columns)]
+        partner = identity_partners(keys, [(tuple((j, -x) for j, x in r), tuple((j, -x) for j, x in c))
+                                           for r, c in keys])
         return sorted((u, p) for u, p in partner.items() if u < p)
 
     @cached_property
-    def decomposition(self) -> tuple[list[int], Matrix, list[Fraction]]:
+    def decomposition(self) -> tuple[list[int], Rows, list[Fraction]]:
         """``(relu, linear, offset)``: on the written coordinates the block adds
-        ``w2[:, relu] ReLU(w1[relu] x + b1[relu]) + linear x + offset``, where ``linear`` (over all
-        coordinates) and ``offset`` collect the identity pairs and ``b2``; exact for every x."""
+        ``w2[:, relu] ReLU(w1[relu] x + b1[relu]) + linear x + offset``, where ``linear`` (sparse rows
+        over all coordinates) and ``offset`` collect the identity pairs and ``b2``; exact for every x."""
         paired = {u for pair in self.identity_pairs for u in pair}
-        linear = [[Fraction(0)] * len(self.w1[0]) for _ in self.writes]
+        index = {r: k for k, r in enumerate(self.writes)}
+        linear: Rows = [{} for _ in self.writes]
         offset = [self.b2[r] for r in self.writes]
         for u, _ in self.identity_pairs:
-            for k, r in enumerate(self.writes):
-                a = self.w2[r][u]
-                if a:
-                    for c in self.reads:
-                        if self.w1[u][c]:
-                            linear[k][c] += a * self.w1[u][c]
-                    offset[k] += a * self.b1[u]
-        return [u for u in range(self.hidden) if u not in paired], linear, offset
+            for r, a in self.columns[u].items():
+                k = index[r]
+                for c, x in self.w1[u].items():
+                    linear[k][c] = linear[k].get(c, 0) + a * x
+                offset[k] += a * self.b1[u]
+        return [u for u in range(self.hidden) if u not in paired], \
+            [{c: x for c, x in row.items() if x} for row in linear], offset
 
     @cached_property
     def _maps(self) -> tuple[QMatrix | None, QMatrix | None, QMatrix]:
         """``decomposition`` on the read coordinates (plus a ones row) as integer matrices."""
         relu, linear, offset = self.decomposition
-        first = QMatrix.from_rows([[self.w1[u][j] for j in self.reads] + [self.b1[u]] for u in relu]) if relu else None
-        second = QMatrix.from_rows([[self.w2[r][u] for u in relu] + [Fraction(0)] for r in self.writes]) if relu else None
-        return first, second, QMatrix.from_rows([[row[c] for c in self.reads] + [b] for row, b in zip(linear, offset)],
-                                                ncols=len(self.reads) + 1)
+        first = _restricted([self.w1[u] for u in relu], self.reads, [self.b1[u] for u in relu]) if relu else None
+        position = {u: k for k, u in enumerate(relu)}
+        second = QMatrix.from_sparse([{position[u]: v for u, v in self.w2[r].items() if u in position}
+                                      for r in self.writes], len(relu) + 1) if relu else None
+        return first, second, _restricted(linear, self.reads, offset)
 
     def update(self, state: "State") -> None:
         first, second, linear = self._maps
@@ -126,21 +178,26 @@ class FeedForward:
         state.add_rows(self.writes, delta)
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "w1": encode_rows(self.w1), "b1": encode_row(self.b1),
-                "w2": encode_rows(self.w2), "b2": encode_row(self.b2)}
+        return {"kind": self.kind, "w1": encode_sparse_rows(self.w1, self.width), "b1": encode_row(self.b1),
+                "w2": encode_sparse_rows(self.w2, self.hidden), "b2": encode_row(self.b2)}
 
 
 @dataclass(frozen=True, eq=False)
 class Head:
-    """One head: scores ``(query X_i)·(key X_j)``, output ``output · value X``."""
-    query: Matrix
-    key: Matrix
-    value: Matrix
-    output: Matrix
+    """One head: scores ``(query X_i)·(key X_j)``, output ``output · value X`` (sparse rows:
+    query, key, value over the width; output: width rows over the value's rows)."""
+    query: Rows
+    key: Rows
+    value: Rows
+    output: Rows
+
+    def __post_init__(self):
+        _sparse_fields(self, "query", "key", "value", "output")
 
     def to_json(self) -> dict:
-        return {"query": encode_rows(self.query), "key": encode_rows(self.key),
-                "value": encode_rows(self.value), "output": encode_rows(self.output)}
+        w = len(self.output)
+        return {"query": encode_sparse_rows(self.query, w), "key": encode_sparse_rows(self.key, w),
+                "value": encode_sparse_rows(self.value, w), "output": encode_sparse_rows(self.output, len(self.value))}
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,9 +211,16 @@ class Attention:
         return _nonzero_columns(*(m for h in self.heads for m in (h.query, h.key, h.value)))
 
     @cached_property
-    def output(self) -> Matrix:
+    def output(self) -> Rows:
         """All heads' output maps side by side: ``[O_1 | O_2 | ...]``."""
-        return [[x for h in self.heads for x in h.output[r]] for r in range(len(self.heads[0].output))]
+        out: Rows = [{} for _ in self.heads[0].output]
+        offset = 0
+        for h in self.heads:
+            for r, row in enumerate(h.output):
+                for j, v in row.items():
+                    out[r][offset + j] = v
+            offset += len(h.value)
+        return out
 
     @cached_property
     def writes(self) -> list[int]:
@@ -173,9 +237,8 @@ class Attention:
             v0 = k0 + len(h.key)
             rows += h.query + h.key + h.value
             slices.append((slice(q0, k0), slice(k0, v0), slice(v0, v0 + len(h.value))))
-        qkv = QMatrix.from_rows([[row[j] for j in self.reads] + [Fraction(0)] for row in rows])
-        out = QMatrix.from_rows([self.output[r] for r in self.writes], ncols=sum(len(h.value) for h in self.heads))
-        return qkv, out, slices
+        out = QMatrix.from_sparse([self.output[r] for r in self.writes], sum(len(h.value) for h in self.heads))
+        return _restricted(rows, self.reads), out, slices
 
     def update(self, state: "State", tokens: int) -> None:
         qkv, o, slices = self._maps
@@ -256,15 +319,18 @@ class Transformer:
     tokens: int
     width: int
     attention: str | Fraction          # "hardmax" or the softmax scale λ
-    embed_weight: Matrix                # [w][d]
-    embed_bias: Matrix                  # [T][w]: the token-wise shift / position
+    embed_weight: Rows                  # [w] sparse rows over the d inputs
+    embed_bias: list[list[Fraction]]    # [T][w] dense: the token-wise shift / position
     blocks: list[FeedForward | Attention]
     readout_token: int
-    readout_weight: Matrix
+    readout_weight: Rows                # [o] sparse rows over the width
     readout_bias: list[Fraction]
     layout: dict
 
     FORMAT = "exactform/transformer@1"
+
+    def __post_init__(self):
+        _sparse_fields(self, "embed_weight", "readout_weight")
 
     @property
     def input_dim(self) -> int:
@@ -279,28 +345,32 @@ class Transformer:
         return self.attention == "hardmax"
 
     def parameter_count(self) -> int:
-        return sum(len(m) * len(m[0]) if m else 0 for m in self.matrices()) + \
-            sum(len(v) for v in self.vectors())
+        """The dense count: every entry of every matrix and vector, zeros included."""
+        return sum(len(m) * cols for m, cols in self.matrices()) + sum(len(v) for v in self.vectors())
 
     def nonzero_count(self) -> int:
-        return sum(len(row) - row.count(ZERO) for m in self.matrices() for row in m) + \
+        return sum(1 for m, _ in self.matrices() for row in m for v in row.values() if v) + \
             sum(len(v) - v.count(ZERO) for v in self.vectors())
 
-    def matrices(self) -> list[Matrix]:
-        out = [self.embed_weight, self.embed_bias, self.readout_weight]
+    def matrices(self) -> list[tuple[Rows, int]]:
+        """Every weight matrix as ``(sparse rows, column count)``."""
+        w = self.width
+        out = [(self.embed_weight, self.input_dim), (self.readout_weight, w)]
         for b in self.blocks:
             if isinstance(b, FeedForward):
-                out += [b.w1, b.w2]
+                out += [(b.w1, w), (b.w2, b.hidden)]
             else:
-                out += [m for h in b.heads for m in (h.query, h.key, h.value, h.output)]
+                out += [(m, w) for h in b.heads for m in (h.query, h.key, h.value)] + \
+                       [(h.output, len(h.value)) for h in b.heads]
         return out
 
     def vectors(self) -> list[list[Fraction]]:
-        return [self.readout_bias] + [v for b in self.blocks if isinstance(b, FeedForward) for v in (b.b1, b.b2)]
+        return [self.readout_bias, *self.embed_bias] + \
+            [v for b in self.blocks if isinstance(b, FeedForward) for v in (b.b1, b.b2)]
 
     def sympy_embedding(self):
         """(E, P) as SymPy Rationals: token t starts as ``E x + P[t]``."""
-        return to_sympy(self.embed_weight), to_sympy(self.embed_bias)
+        return to_sympy(dense(self.embed_weight, self.input_dim)), to_sympy(self.embed_bias)
 
     # --- exact evaluation ------------------------------------------------------------------------
     def residual_batch(self, points: list[list[Fraction]]) -> State:
@@ -331,9 +401,10 @@ class Transformer:
     def _io_maps(self) -> tuple[QMatrix, QMatrix]:
         """Homogeneous embedding ``[x; e_t] ↦ [E x + P[t]; 1]`` and read-out ``[R | c]``."""
         T, d = self.tokens, self.input_dim
-        embed = QMatrix.from_rows([self.embed_weight[r] + [self.embed_bias[t][r] for t in range(T)]
-                                   for r in range(self.width)] + [[Fraction(0)] * d + [Fraction(1)] * T])
-        readout = QMatrix.from_rows([w + [b] for w, b in zip(self.readout_weight, self.readout_bias)])
+        embed = QMatrix.from_sparse([self.embed_weight[r] | {d + t: self.embed_bias[t][r] for t in range(T)}
+                                     for r in range(self.width)] + [{d + t: Fraction(1) for t in range(T)}], d + T)
+        readout = QMatrix.from_sparse([w | {self.width: b} for w, b in zip(self.readout_weight, self.readout_bias)],
+                                      self.width + 1)
         return embed, readout
 
     def __call__(self, point) -> list[Fraction]:
@@ -347,9 +418,10 @@ class Transformer:
         return {
             "format": self.FORMAT, "input_dim": self.input_dim, "tokens": self.tokens,
             "width": self.width, "attention": att, "domain": self.domain.to_json(),
-            "embed": {"weight": encode_rows(self.embed_weight), "bias": encode_rows(self.embed_bias)},
+            "embed": {"weight": encode_sparse_rows(self.embed_weight, self.input_dim),
+                      "bias": encode_rows(self.embed_bias)},
             "blocks": [b.to_json() for b in self.blocks],
-            "readout": {"token": self.readout_token, "weight": encode_rows(self.readout_weight),
+            "readout": {"token": self.readout_token, "weight": encode_sparse_rows(self.readout_weight, self.width),
                         "bias": encode_row(self.readout_bias)},
             "layout": self.layout,
         }
@@ -380,14 +452,14 @@ class Transformer:
         domain = Box.from_json(doc.field("domain"), d)
         emb = doc.field("embed")
         emb.dict({"weight", "bias"})
-        ew, eb = emb.field("weight").matrix(w, d, sparse=True), emb.field("bias").matrix(T, w, sparse=True)
+        ew, eb = emb.field("weight").sparse_rows(w, d), emb.field("bias").matrix(T, w, sparse=True)
         blocks = [_block_from_json(b, w) for b in doc.field("blocks").list()]
         ro = doc.field("readout")
         ro.dict({"token", "weight", "bias"})
         token = ro.field("token").int(minimum=0)
         if token >= T:
             raise ro.field("token").error(f"token {token} out of range (tokens = {T})")
-        rw = ro.field("weight").matrix(cols=w, sparse=True)
+        rw = ro.field("weight").sparse_rows(None, w)
         if not rw:
             raise ro.field("weight").error("a Transformer needs at least one output")
         rb = ro.field("bias").vector(len(rw), sparse=True)
@@ -411,20 +483,20 @@ def _block_from_json(r: Reader, w: int) -> FeedForward | Attention:
     kind = r.field("kind").str(("feedforward", "attention"))
     if kind == "feedforward":
         r.dict({"kind", "w1", "b1", "w2", "b2"})
-        w1 = r.field("w1").matrix(cols=w, sparse=True)
+        w1 = r.field("w1").sparse_rows(None, w)
         if not w1:
             raise r.field("w1").error("a feed-forward block needs at least one hidden unit")
         h = len(w1)
-        return FeedForward(w1, r.field("b1").vector(h, sparse=True), r.field("w2").matrix(w, h, sparse=True),
+        return FeedForward(w1, r.field("b1").vector(h, sparse=True), r.field("w2").sparse_rows(w, h),
                            r.field("b2").vector(w, sparse=True))
     r.dict({"kind", "heads"})
     heads = []
     for hr in r.field("heads").list(nonempty=True):
         hr.dict({"query", "key", "value", "output"})
-        q = hr.field("query").matrix(cols=w, sparse=True)
-        k = hr.field("key").matrix(len(q), w, sparse=True)
-        v = hr.field("value").matrix(cols=w, sparse=True)
+        q = hr.field("query").sparse_rows(None, w)
+        k = hr.field("key").sparse_rows(len(q), w)
+        v = hr.field("value").sparse_rows(None, w)
         if not q or not v:
             raise hr.error("query and value need at least one row")
-        heads.append(Head(q, k, v, hr.field("output").matrix(w, len(v), sparse=True)))
+        heads.append(Head(q, k, v, hr.field("output").sparse_rows(w, len(v))))
     return Attention(heads)

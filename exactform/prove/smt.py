@@ -73,9 +73,9 @@ def constant(c: Fraction) -> Affine:
     return {ONE: Fraction(c)} if c else {}
 
 
-def row_times(row: list[Fraction], state: State, bias: Fraction = Fraction(0)) -> Affine:
-    """``row · state + bias`` (cost: the state's non-zero coordinates)."""
-    return combine([(Fraction(1), constant(bias)), *((row[c], f) for c, f in state.items() if row[c])])
+def row_times(row: dict[int, Fraction], state: State, bias: Fraction = Fraction(0)) -> Affine:
+    """``row · state + bias`` for a sparse row (cost: the non-zeros both have)."""
+    return combine([(Fraction(1), constant(bias)), *((a, state[c]) for c, a in row.items() if c in state)])
 
 
 def script(logic: str, variables: list[str], facts: list[str]) -> str:
@@ -177,12 +177,12 @@ def rename(form: Affine, old: list[str], new: list[str]) -> Affine:
 def embedded(tf: Transformer, t: int, x: list[str]) -> State:
     """Token t after the embedding, ``E x + P[t]``, read from the Transformer."""
     state = {r: combine([(Fraction(1), constant(tf.embed_bias[t][r])),
-                        *((a, {v: Fraction(1)}) for a, v in zip(tf.embed_weight[r], x))]) for r in range(tf.width)}
+                        *((a, {x[c]: Fraction(1)}) for c, a in tf.embed_weight[r].items())]) for r in range(tf.width)}
     return {r: f for r, f in state.items() if f}
 
 
 def written(block: FeedForward) -> list[int]:
-    return [r for r in range(len(block.w2)) if any(block.w2[r]) or block.b2[r]]
+    return [r for r in range(len(block.w2)) if any(block.w2[r].values()) or block.b2[r]]
 
 
 # --- C2: token-shift regions ----------------------------------------------------------------------
@@ -231,7 +231,7 @@ def feedforward_check(block: FeedForward, state: State, expected: dict[int, Affi
     names, facts, wrong = [], [], []
     for r, want in expected.items():
         out = dict(state.get(r, {}))
-        for k, a in enumerate(block.w2[r]):
+        for k, a in sorted(block.w2[r].items()):
             if a:
                 y = f"y{k}"
                 if y not in names:
@@ -304,7 +304,7 @@ def c3_queries(net: MaxoutNet, tf: Transformer) -> list[Query]:
                 wrong += [f"(distinct {term(q)} 1)", f"(distinct {term(k)} {z[i]})", f"(distinct {term(v)} {z[i]})"]
             out_unit = {lay.out(i): i for i in range(layer.units)}
             for r in range(tf.width):
-                delta = combine([*((head.output[r][0], {m[i]: Fraction(1)}) for i, head in enumerate(heads.heads)
+                delta = combine([*((head.output[r].get(0, 0), {m[i]: Fraction(1)}) for i, head in enumerate(heads.heads)
                                   if len(head.value) == 1)])
                 want = {m[out_unit[r]]: Fraction(1)} if r in out_unit else {}
                 if delta != want:
@@ -332,7 +332,7 @@ def c3_queries(net: MaxoutNet, tf: Transformer) -> list[Query]:
 
     h = variables("h", net.widths[-1])
     state = canonical_state(lay, tf.readout_token, forms(h))
-    wrong = [f"(distinct {term(row_times(rt, state, ct))} {term(row_times(rm, vector(h), cm))})"
+    wrong = [f"(distinct {term(row_times(rt, state, ct))} {term(row_times(dict(enumerate(rm)), vector(h), cm))})"
              for rt, ct, rm, cm in zip(tf.readout_weight, tf.readout_bias, net.readout_weight, net.readout_bias)]
     if len(tf.readout_weight) != net.output_dim:
         wrong = ["true"]
@@ -389,7 +389,7 @@ def end_to_end_query(net: MaxoutNet, tf: Transformer, max_parameters: int = E2E_
                         act.append({y: Fraction(1)})
                 for r in rows:
                     change = combine([(Fraction(1), constant(block.b2[r])),
-                                     *((a, act[k]) for k, a in enumerate(block.w2[r]) if a)])
+                                     *((a, act[k]) for k, a in sorted(block.w2[r].items()) if a)])
                     state[r] = fresh(f"s{b}", combine([(Fraction(1), state.get(r, {})), (Fraction(1), change)]))
         else:
             delta: list[State] = [{} for _ in range(T)]
@@ -404,7 +404,7 @@ def end_to_end_query(net: MaxoutNet, tf: Transformer, max_parameters: int = E2E_
                         names.append(o)
                         facts.append(hardmax_fact(scores, [term(v[j][c]) for j in range(T)], o))
                         for r in range(tf.width):
-                            if head.output[r][c]:
+                            if head.output[r].get(c):
                                 delta[i][r] = combine([(Fraction(1), delta[i].get(r, {})),
                                                       (head.output[r][c], {o: Fraction(1)})])
             for state, change in zip(states, delta):
@@ -417,11 +417,11 @@ def end_to_end_query(net: MaxoutNet, tf: Transformer, max_parameters: int = E2E_
         for i in range(layer.units):
             name = f"n{l}_{i}"
             names.append(name)
-            facts.append(is_max(name, [term(row_times(w, h, c)) for w, c in zip(layer.weight[i], layer.bias[i])]))
+            facts.append(is_max(name, [term(row_times(dict(enumerate(w)), h, c)) for w, c in zip(layer.weight[i], layer.bias[i])]))
             units.append(name)
         h = vector(units)
     out = states[tf.readout_token]
-    wrong = [f"(distinct {term(row_times(rt, out, ct))} {term(row_times(rm, h, cm))})"
+    wrong = [f"(distinct {term(row_times(rt, out, ct))} {term(row_times(dict(enumerate(rm)), h, cm))})"
              for rt, ct, rm, cm in zip(tf.readout_weight, tf.readout_bias, net.readout_weight, net.readout_bias)]
     if len(tf.readout_weight) != net.output_dim:
         wrong = ["true"]

@@ -17,8 +17,8 @@ through the embedding ``E x + P[t]``).
 * After the advance block no coordinate may depend on ``h^{l-1}``: the state is ``F_t(h^l)``.
 
 At the end the read-out of the read-out token must be the Maxout read-out, so ``Tf(x) = M(x)``
-for every x in the domain.  Everything is exact: integer matrices over a common denominator
-(``QMatrix``) for the compositions, exact interval bounds over the Maxout boxes for the phases.
+for every x in the domain.  Everything is exact: sparse affine forms with ``Fraction`` coefficients for the compositions, exact
+interval bounds over the Maxout boxes for the phases.
 ``hardmax_max_identity`` is the SymPy proof of the attention lemma over all orderings.
 """
 from __future__ import annotations
@@ -30,10 +30,11 @@ from fractions import Fraction
 import flint
 import sympy
 
-from ..geometry.bounds import BlockBounds, Interval, affine_intervals, box_of, maxout_bounds
+from ..geometry.bounds import BlockBounds, Interval, box_of, form_interval, maxout_bounds
+from ..geometry.forms import combine
 from ..models import Attention, FeedForward, MaxoutNet, Transformer
 from ..models.transformer import identity_partners
-from ..numbers import QMatrix, selection
+from ..numbers import QMatrix
 
 Phase = str | int
 """``"on"``, ``"off"``, or the index of the partner unit of an identity pair."""
@@ -78,7 +79,7 @@ class Analysis:
     @property
     def block_bounds(self) -> list[BlockBounds]:
         """Bounds of every coordinate after each analysed block, per token (computed on demand)."""
-        return [BlockBounds(b, [affine_intervals(f, box)[:-1] for f in forms], pre)
+        return [BlockBounds(b, [[_interval(f, box) for f in X] for X in forms], pre)
                 for b, forms, box, pre in self.states]
 
     @property
@@ -86,23 +87,61 @@ class Analysis:
         return not self.defects and self.readout_ok
 
 
-def _homogeneous(rows: list[list[Fraction]], bias: list[Fraction], zero_last: bool = False) -> QMatrix:
-    """``[rows | bias]``, with a final zero row when ``zero_last`` (to act on homogeneous forms)."""
-    out = [r + [b] for r, b in zip(rows, bias)]
-    if zero_last:
-        out.append([Fraction(0)] * (len(out[0]) if out else 1))
-    return QMatrix.from_rows(out)
+ONE = -1
+"""The constant's key in a sparse affine form ``{variable: a, ONE: constant}`` (variables are the
+Maxout layer values, numbered from 0)."""
+
+Forms = list[list[dict]]
+"""``X[t][r]``: coordinate r of token t as a sparse affine form of the current variables, with
+``flint.fmpq`` coefficients (exact, and an order of magnitude faster than ``Fraction``)."""
+
+Q = flint.fmpq
+UNIT = {ONE: Q(1)}
 
 
-def _selection(rows: int, cols: int, pairs) -> QMatrix:
-    return QMatrix(selection(rows, cols, pairs))
+def _q(v) -> Q:
+    return Q(v.numerator, v.denominator)
+
+
+def _fraction(q) -> Fraction:
+    return Fraction(int(q.numerator), int(q.denominator))
+
+
+def _rows(rows: list[dict]) -> list[dict]:
+    """Sparse rows with ``fmpq`` entries."""
+    return [{c: _q(v) for c, v in row.items() if v} for row in rows]
+
+
+def _key(form: dict, sign: int) -> tuple:
+    """A hashable key of ``sign·form`` (integers: hashing an fmpq goes through a Fraction)."""
+    return tuple((k, sign * int(v.numerator), int(v.denominator)) for k, v in sorted(form.items()))
+
+
+def _interval(form: dict, box: list[tuple]) -> Interval:
+    """``form_interval`` over an ``fmpq`` box, as Fractions."""
+    lo, hi = form_interval(form, box, ONE)
+    return _fraction(lo), _fraction(hi)
+
+
+def _box(box: list[Interval]) -> list[tuple]:
+    return [(_q(lo), _q(hi)) for lo, hi in box]
+
+
+def _affine(row: dict, bias, X: list[dict]) -> dict:
+    """``Σ_c row[c]·X[c] + bias`` as one sparse form."""
+    return combine([(a, X[c]) for c, a in row.items()] + [(bias, UNIT)])
+
+
+def _piece_form(weights: list[Fraction], bias: Fraction) -> dict:
+    return {k: _q(a) for k, a in enumerate(weights) if a} | ({ONE: _q(bias)} if bias else {})
 
 
 def analyse(net: MaxoutNet, tf: Transformer) -> Analysis:
-    """Run the argument of the module docstring; ``defects`` names whatever breaks it."""
+    """Run the argument of the module docstring; ``defects`` names whatever breaks it.  Every form is
+    sparse (``Forms``), so the work follows the non-zeros of both models."""
     bounds = maxout_bounds(net)
     result = Analysis(bounds.inputs)
-    L, T, w = len(net.layers), tf.tokens, tf.width
+    L, T = len(net.layers), tf.tokens
     shape = ["feedforward", "attention", "feedforward"] * L
     if tf.domain != net.domain:
         result.defects.append("the Transformer's domain differs from the Maxout net's")
@@ -115,50 +154,45 @@ def analyse(net: MaxoutNet, tf: Transformer) -> Analysis:
         result.defects.append("input or output dimensions differ")
     if result.defects:
         return result
-    forms = [_homogeneous(tf.embed_weight, tf.embed_bias[t]) for t in range(T)]
-    forms = [QMatrix.from_rows(f.rows() + [[Fraction(0)] * net.input_dim + [Fraction(1)]]) for f in forms]
+    X = [[combine([(1, row), (_q(tf.embed_bias[t][r]), UNIT)]) for r, row in enumerate(_rows(tf.embed_weight))]
+         for t in range(T)]
     for l, layer in enumerate(net.layers):
         n_in = net.widths[l]
         b = 3 * l
-        forms = _feedforward(result, b, tf.blocks[b], forms, box_of(bounds, [l]), pieces_block=True)
-        if forms is None:
+        X = _feedforward(result, b, tf.blocks[b], X, _box(box_of(bounds, [l])), pieces_block=True)
+        if X is None:
             return result
-        forms = _attention(result, b + 1, tf.blocks[b + 1], forms, layer, n_in, box_of(bounds, [l, l + 1]))
-        if forms is None:
+        X = _attention(result, b + 1, tf.blocks[b + 1], X, layer, n_in, _box(box_of(bounds, [l, l + 1])))
+        if X is None:
             return result
-        forms = _feedforward(result, b + 2, tf.blocks[b + 2], forms, box_of(bounds, [l, l + 1]))
-        if forms is None:
+        X = _feedforward(result, b + 2, tf.blocks[b + 2], X, _box(box_of(bounds, [l, l + 1])))
+        if X is None:
             return result
-        V = n_in + layer.units
-        stale = [t for t, f in enumerate(forms) if any(f.num[r, c] for r in range(w) for c in range(n_in))]
+        stale = [t for t, Xt in enumerate(X) if any(k != ONE and k < n_in for f in Xt for k in f)]
         if stale:
             result.defects.append(f"block {b + 2} token {stale[0]}: after layer {l + 1} the state still "
                                   f"depends on the layer's input h^{l}")
             return result
-        drop = _selection(V + 1, layer.units + 1, [(n_in + i, i) for i in range(layer.units + 1)])
-        forms = [f @ drop for f in forms]
-    readout = _homogeneous(tf.readout_weight, tf.readout_bias) @ forms[tf.readout_token]
-    result.readout_ok = readout == _homogeneous(net.readout_weight, net.readout_bias)
+        X = [[{(k if k == ONE else k - n_in): a for k, a in f.items()} for f in Xt] for Xt in X]
+    readout = [_affine(row, _q(c), X[tf.readout_token]) for row, c in zip(_rows(tf.readout_weight), tf.readout_bias)]
+    result.readout_ok = readout == [_piece_form(w, c) for w, c in zip(net.readout_weight, net.readout_bias)]
     if not result.readout_ok:
         result.defects.append(f"the read-out of token {tf.readout_token} is not the Maxout read-out")
     return result
 
 
-def _feedforward(result: Analysis, block: int, ff: FeedForward, forms: list[QMatrix], box: list[Interval],
-                 pieces_block: bool = False) -> list[QMatrix] | None:
-    """Resolve every ReLU per token (fixed phase or identity pair) and compose the affine map.
-    Uses the block's compact maps (read columns, written rows), every ReLU as written."""
-    first, second = ff.compact
-    size = forms[0].shape[0]
-    gather = selection(len(ff.reads) + 1, size, enumerate(ff.reads + [size - 1]))
-    scatter = selection(size, len(ff.writes), ((r, k) for k, r in enumerate(ff.writes)))
-    columns = [tuple(c) for c in zip(*second.int_rows())]
-    phases, pres, out, rows_by_token = [], [], [], []
-    for t, f in enumerate(forms):
-        pre = QMatrix(first.num * (gather * f.num), first.den * f.den)
-        rows = pre.int_rows()
-        intervals = affine_intervals(pre, box)
-        partner = identity_partners(rows, columns)
+def _feedforward(result: Analysis, block: int, ff: FeedForward, X: Forms, box: list[Interval],
+                 pieces_block: bool = False) -> Forms | None:
+    """Resolve every ReLU per token (fixed phase or identity pair) and compose the affine map,
+    every ReLU as written."""
+    w1, b1, columns = _rows(ff.w1), [_q(b) for b in ff.b1], _rows(ff.columns)
+    column_keys = [(_key(c, 1), _key(c, -1)) for c in columns]
+    phases, pres, out, forms_by_token = [], [], [], []
+    for t, Xt in enumerate(X):
+        pre = [_affine(row, b, Xt) for row, b in zip(w1, b1)]
+        intervals = [_interval(f, box) for f in pre]
+        keys = [(_key(f, 1), c) for f, (c, _) in zip(pre, column_keys)]
+        partner = identity_partners(keys, [(_key(f, -1), c) for f, (_, c) in zip(pre, column_keys)])
         phase: list[Phase] = []
         for u, (lo, hi) in enumerate(intervals):
             if u in partner:                  # identity pairs first (exact everywhere), then the bounds
@@ -171,23 +205,28 @@ def _feedforward(result: Analysis, block: int, ff: FeedForward, forms: list[QMat
                 result.defects.append(f"block {block} (feed-forward) token {t} unit {u}: pre-activation in "
                                       f"[{lo}, {hi}] is neither fixed nor half of an identity pair")
                 phase.append("?")
-        keep = [p == "on" or (isinstance(p, int) and u < p) for u, p in enumerate(phase)]
-        kept = [r if k else [0] * len(r) for r, k in zip(rows, keep)] + [[0] * (len(rows[0]) - 1) + [pre.den]]
-        delta = second @ QMatrix(flint.fmpz_mat(kept), pre.den)
-        out.append(f + QMatrix(scatter * delta.num, delta.den))
+        terms: list[list] = [[(1, f)] for f in Xt]
+        for r, c in enumerate(ff.b2):
+            if c:
+                terms[r].append((_q(c), UNIT))
+        for u, p in enumerate(phase):
+            if p == "on" or (isinstance(p, int) and u < p):
+                for r, a in columns[u].items():
+                    terms[r].append((a, pre[u]))
+        out.append([f[0][1] if len(f) == 1 else combine(f) for f in terms])
         phases.append(phase)
         pres.append(intervals)
-        rows_by_token.append((rows, intervals, pre.den))
+        forms_by_token.append((pre, intervals))
     result.feedforward.append(FeedForwardFacts(block, phases, pres))
     if any(p == "?" for ph in phases for p in ph):
         return None
     if pieces_block:
-        _token_shift_pairs(result, block, phases, rows_by_token, box)
+        _token_shift_pairs(result, block, phases, forms_by_token, box)
     result.states.append((block, out, box, pres))
     return out
 
 
-def _token_shift_pairs(result: Analysis, block: int, phases, rows_by_token, box) -> None:
+def _token_shift_pairs(result: Analysis, block: int, phases, forms_by_token, box) -> None:
     """C2: for each identity pair (u, v) of its owner token, the pair's upper bounds and the upper
     bound of ``pre_u + pre_v`` in every other token."""
     for owner, phase in enumerate(phases):
@@ -195,18 +234,18 @@ def _token_shift_pairs(result: Analysis, block: int, phases, rows_by_token, box)
             if not (isinstance(p, int) and u < p):
                 continue
             others = []
-            for t, (rows, intervals, den) in enumerate(rows_by_token):
+            for t, (pre, intervals) in enumerate(forms_by_token):
                 if t == owner:
                     continue
-                total = QMatrix.from_ints([[a + b for a, b in zip(rows[u], rows[p])]], den)
-                others.append((t, intervals[u][1], intervals[p][1], affine_intervals(total, box)[0][1]))
+                total = combine([(1, pre[u]), (1, pre[p])])
+                others.append((t, intervals[u][1], intervals[p][1], _interval(total, box)[1]))
             result.pairs.append(PairFacts(block, owner, (u, p), others))
 
 
-def _attention(result: Analysis, block: int, att: Attention, forms: list[QMatrix], layer, n_in: int,
-               box: list[Interval]) -> list[QMatrix] | None:
+def _attention(result: Analysis, block: int, att: Attention, X: Forms, layer, n_in: int,
+               box: list[Interval]) -> Forms | None:
     """Every head must be a max head for its unit (module docstring); the new variables are h^l."""
-    units, w = layer.units, att.heads[0].output and len(att.heads[0].output)
+    units = layer.units
     if len(att.heads) != units:
         result.defects.append(f"block {block} (attention): {len(att.heads)} heads for {units} units")
         return None
@@ -215,56 +254,51 @@ def _attention(result: Analysis, block: int, att: Attention, forms: list[QMatrix
         result.defects.append(f"block {block} (attention) head {bad}: the value map has "
                               f"{len(att.heads[bad].value)} rows, a max head has 1")
         return None
-    targets = [[tuple(w_ + [b]) for w_, b in zip(ws, bs)] for ws, bs in zip(layer.weight, layer.bias)]
-    offsets = list(itertools.accumulate([0] + [len(h.query) for h in att.heads]))
-    queries = QMatrix.from_rows([r + [Fraction(0)] for h in att.heads for r in h.query])
-    values = QMatrix.from_rows([h.value[0] + [Fraction(0)] for h in att.heads])
-    per_token = [((queries @ f).rows(), (values @ f).rows()) for f in forms]
-    support = [[c for c in range(w) if h.value[0][c] or any(k[c] for k in h.key)] for h in att.heads]
-    chosen_values = [[] for _ in forms]
+    targets = [[_piece_form(w_, b) for w_, b in zip(ws, bs)] for ws, bs in zip(layer.weight, layer.bias)]
+    chosen_values = [[] for _ in X]
     for i, head in enumerate(att.heads):
         where = f"block {block} (attention) head {i}"
         scales, chosen = [], []
-        for t, (q_all, v_all) in enumerate(per_token):
-            q = q_all[offsets[i]:offsets[i + 1]]
-            if any(x for row in q for x in row[:-1]):
+        query, key, value = _rows(head.query), _rows(head.key), _rows(head.value)[0]
+        for t, Xt in enumerate(X):
+            q = [_affine(row, 0, Xt) for row in query]
+            if any(k != ONE for f in q for k in f):
                 result.defects.append(f"{where} token {t}: the query depends on the input")
                 return None
-            scale = _scale([sum((row[-1] * k[c] for row, k in zip(q, head.key) if row[-1]), Fraction(0))
-                            for c in support[i]], [head.value[0][c] for c in support[i]])
+            scale = _scale(combine((f.get(ONE, 0), k) for f, k in zip(q, key)), value)   # score: key·X_j
             if scale is None or scale <= 0:
                 result.defects.append(f"{where} token {t}: the score is not a positive multiple of the value")
                 return None
-            v = tuple(v_all[i])
-            if v not in targets[i]:
+            v = _affine(value, 0, Xt)
+            j = next((j for j, piece in enumerate(targets[i]) if piece == v), None)
+            if j is None:
                 result.defects.append(f"{where} token {t}: the value is not a piece of unit {i}")
                 return None
             scales.append(scale)
-            chosen.append(targets[i].index(v))
-            chosen_values[t].append(list(v))
-        seen = {targets[i][j] for j in chosen}             # duplicate pieces are one function
-        missing = [j for j, piece in enumerate(targets[i]) if piece not in seen]
+            chosen.append(j)
+            chosen_values[t].append(v)
+        seen = {tuple(sorted(targets[i][j].items())) for j in chosen}       # duplicate pieces are one function
+        missing = [j for j, piece in enumerate(targets[i]) if tuple(sorted(piece.items())) not in seen]
         if missing:
             result.defects.append(f"{where}: piece {missing[0]} of unit {i} is in no token")
             return None
         result.heads.append(HeadFacts(block, i, scales, chosen))
-    V = n_in + units
-    widen = _selection(n_in + 1, V + 1, [(k, k) for k in range(n_in)] + [(n_in, V)])
-    outputs = QMatrix.from_rows([[Fraction(0)] * n_in + [h.output[r][0] for h in att.heads] + [Fraction(0)]
-                                 for r in range(w)] + [[Fraction(0)] * (V + 1)])
-    new = [f @ widen + outputs for f in forms]
-    result.values.append([QMatrix.from_rows(rows) for rows in chosen_values])
+    outputs = [combine((_q(row[0]), {n_in + i: Q(1)}) for i, row in
+                       ((i, h.output[r]) for i, h in enumerate(att.heads)) if row.get(0)) for r in range(len(X[0]))]
+    new = [[combine([(1, f), (1, o)]) if o else f for f, o in zip(Xt, outputs)] for Xt in X]
+    result.values.append([QMatrix.from_sparse([{(n_in if k == ONE else k): _fraction(a) for k, a in v.items()}
+                                               for v in vs], n_in + 1) for vs in chosen_values])
     result.states.append((block, new, box, []))
     return new
 
 
-def _scale(key: list[Fraction], value: list[Fraction]) -> Fraction | None:
-    """c with ``key = c · value``, or None."""
-    j = next((c for c, x in enumerate(value) if x), None)
+def _scale(key: dict, value: dict) -> Fraction | None:
+    """c with ``key = c · value`` (sparse rows over the coordinates), or None."""
+    j = next((c for c, x in value.items() if x), None)
     if j is None:
         return None
-    c = key[j] / value[j]
-    return c if all(k == c * x for k, x in zip(key, value)) else None
+    c = key.get(j, 0) / value[j]
+    return _fraction(c) if key == {k: c * x for k, x in value.items() if x} else None
 
 
 # --- C1: the attention lemma, symbolically --------------------------------------------------------
