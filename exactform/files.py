@@ -16,17 +16,24 @@ WRITTEN: list[str] = []
 
 
 def write_text(path: str | os.PathLike, text) -> None:
-    """Write ``text`` (a string, or an iterable of strings written as they come) as UTF-8 to a
-    temporary file in the same folder, gzip-compressed (reproducibly: no time, no name) when the
-    name ends in ``.gz``, then rename it over ``path`` (atomic).  Only a regular file is ever
-    replaced (``output_file``)."""
+    """Write ``text`` (a string, or an iterable of strings written as they come) as UTF-8,
+    gzip-compressed (reproducibly: no time, no name) when the name ends in ``.gz``, atomically
+    (``replacing``)."""
+    with replacing(path) as raw, (gzip.GzipFile("", "wb", 9, raw, mtime=0) if Path(path).name.endswith(".gz")
+                                  else contextlib.nullcontext(raw)) as f:
+        for chunk in [text] if isinstance(text, str) else text:
+            f.write(chunk.encode("utf-8"))
+
+
+@contextlib.contextmanager
+def replacing(path: str | os.PathLike):
+    """``with replacing(path) as f:`` writes a temporary binary file (same folder, seekable) renamed
+    over ``path`` if the block ends normally, else removed.  Only a regular file is replaced."""
     target = output_file(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as raw, (gzip.GzipFile("", "wb", 9, raw, mtime=0) if target.name.endswith(".gz")
-                                          else contextlib.nullcontext(raw)) as f:
-            for chunk in [text] if isinstance(text, str) else text:
-                f.write(chunk.encode("utf-8"))
+        with os.fdopen(fd, "wb") as f:
+            yield f
         os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes 0600; give the mode a plain open() would
         os.replace(tmp, target)
     except BaseException:

@@ -43,5 +43,26 @@ class Stages:
         self.bar.set_postfix_str(f"{cells} cells", refresh=False)
         self.bar.update(done - self.bar.n)
 
-    def close(self) -> None:
+    def __enter__(self) -> "Stages":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.close()
+
+
+class Count:
+    """``with Count("cells") as count: ... count()`` once per item of a stream of unknown length:
+    a bar on a terminal once a run has taken a second, nothing otherwise."""
+
+    def __init__(self, unit: str):
+        self.bar = tqdm(unit=f" {unit}", file=sys.stderr, leave=False, dynamic_ncols=True, delay=1.0,
+                        disable=not sys.stderr.isatty())
+
+    def __call__(self) -> None:
+        self.bar.update(1)
+
+    def __enter__(self) -> "Count":
+        return self
+
+    def __exit__(self, *exc) -> None:
         self.bar.close()

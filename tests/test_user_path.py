@@ -297,10 +297,16 @@ def _net(width: int, inputs: int, numbers) -> dict:
 
 def test_size_bounds_before_work(tmp_path, capsys):
     import itertools
-    wide = tmp_path / "wide.json"
-    wide.write_text(json.dumps(_net(3000, 1, itertools.repeat("1"))))
+    wide = tmp_path / "wide.json"                       # width 1 + 2 + 3·34,000 > 10^5
+    wide.write_text(json.dumps(_net(34_000, 1, itertools.repeat("1"))))
     code, _, err = cli(capsys, "compile", wide, "-o", tmp_path / "tf.json")
-    assert code == 2 and "parameters" in err and "documented limit" in err
+    assert code == 2 and "width" in err and "documented limit" in err and not (tmp_path / "tf.json").exists()
+    dense = _net(301, 10, itertools.repeat("1"))        # one unit of rank 2000: every unit padded to 2000
+    dense["layers"][0]["weight"] = [[["1"] * 10] for _ in range(300)] + [[["1"] * 10 for _ in range(2000)]]
+    dense["layers"][0]["bias"] = [["0"] for _ in range(300)] + [["0"] * 2000]      # pieces (non-zero each)
+    (tmp_path / "dense.json").write_text(json.dumps(dense))
+    code, _, err = cli(capsys, "compile", tmp_path / "dense.json", "-o", tmp_path / "tf.json")
+    assert code == 2 and "non-zero parameters" in err and "documented limit" in err
     primes = (f"1/{p}" for p in itertools.count(10**300 + 1, 2))          # 600 distinct 300-digit denominators
     digits = tmp_path / "digits.json"
     digits.write_text(json.dumps(_net(300, 2, primes)))

@@ -7,8 +7,11 @@
   explorer, an optional peer: ``pip install relucent``, skipped when absent) with identical
   activation-region counts; 5-D and 6-D figures for exactform alone (``--peer-all``: relucent too).
 
+``--cells``: ``regions --cells`` instead, on nets from 10^3 to 1.3·10^5 cells (1-D, 2-D) and 4-D
+ones: time, cells held at once and peak resident memory, each in a fresh process.
+
 Prints JSON rows; exit 1 if a target is missed or a count differs.
-Usage: python benchmarks/regions_bench.py [--peer-all]"""
+Usage: python benchmarks/regions_bench.py [--peer-all | --cells]"""
 from __future__ import annotations
 
 import json
@@ -19,6 +22,7 @@ from fractions import Fraction as F
 import numpy as np
 
 from exactform.executor import make_executor
+from exactform.formats import write_json
 from exactform.geometry.regions import count_regions
 from exactform.models import Box, MaxoutLayer, MaxoutNet
 
@@ -66,6 +70,30 @@ def sawtooth(depth: int) -> MaxoutNet:
     return MaxoutNet(Box((ZERO,), (ONE,)), [first] + [fold] * (depth - 1), [[F(2), F(-4)]], [ZERO])
 
 
+def sawtooth_grid(kx: int, ky: int) -> MaxoutNet:
+    """saw_kx(x) + saw_ky(y) on [0, 1]^2: 2^kx · 2^ky rectangular regions (hand-checkable)."""
+    def unit(coord: int, width: int, bias) -> tuple:
+        w = [ZERO] * width
+        for k, c in coord:
+            w[k] = c
+        return [w, [ZERO] * width], [bias, ZERO]
+
+    def layer(units):
+        return MaxoutLayer([u[0] for u in units], [u[1] for u in units])
+    half = F(-1, 2)
+    first = [unit([(0, ONE)], 2, ZERO), unit([(0, ONE)], 2, half), unit([(1, ONE)], 2, ZERO), unit([(1, ONE)], 2, half)]
+    layers = [layer(first)]
+    for k in range(1, max(kx, ky)):
+        fold = []
+        for c, depth in ((0, kx), (2, ky)):
+            if k < depth:       # (a, b) -> (max(t, 0), max(t − 1/2, 0)), t = 2a − 4b ≥ 0: one more fold
+                fold += [unit([(c, F(2)), (c + 1, F(-4))], 4, ZERO), unit([(c, F(2)), (c + 1, F(-4))], 4, half)]
+            else:               # (a, b) -> (t/2, 0): the same t = 2a − 4b, carried unfolded
+                fold += [unit([(c, ONE), (c + 1, F(-2))], 4, ZERO), unit([], 4, ZERO)]
+        layers.append(layer(fold))
+    return MaxoutNet(Box((ZERO, ZERO), (ONE, ONE)), layers, [[F(2), F(-4), F(2), F(-4)]], [ZERO])
+
+
 def timed(net, workers: int | None = 1):
     """``count_regions`` as ``exactform regions --workers N`` runs it (None: the default count)."""
     start = time.perf_counter()
@@ -94,7 +122,55 @@ def relucent_cells(weights, d: int, workers: int) -> tuple[int, float] | None:
     return len(complex_), time.perf_counter() - start
 
 
+def cells_rows(nets) -> list[dict]:
+    """``regions --cells`` (``commands.regions.write_cells``) on each net in a fresh process:
+    cells, the most cells held at once, seconds, file size and peak resident memory (the
+    process's maximum RSS, and its RSS before the stream started: imports and model)."""
+    import subprocess
+    import tempfile
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for name, net in nets:
+            model = f"{folder}/net.json"
+            write_json(model, net.to_json())
+            done = subprocess.run([sys.executable, "-c", CELLS_CHILD, model, f"{folder}/cells.jsonl"],
+                                  capture_output=True, text=True, check=True)
+            rows.append({"case": name, **json.loads(done.stdout)})
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
+CELLS_CHILD = """
+import json, os, resource, sys, time
+from exactform.commands.regions import write_cells
+from exactform.models import load_model
+model, out = sys.argv[1:]
+net = load_model(model)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+stream = write_cells(out, model, net, None, None)
+print(json.dumps({**stream.count().to_json(), "cells": stream.cells, "peak_held_cells": stream.peak_held,
+                  "seconds": round(time.perf_counter() - start, 2), "file_MB": round(os.path.getsize(out) / 1e6, 1),
+                  "rss_before_MB": round(before / 1024, 1),
+                  "peak_rss_MB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+"""
+
+
+CELL_NETS = [("sawtooth depth 10, 1-D", lambda: sawtooth(10)), ("sawtooth depth 14, 1-D", lambda: sawtooth(14)),
+             ("sawtooth depth 17, 1-D", lambda: sawtooth(17)),
+             ("sawtooth grid 5x5, 2-D", lambda: sawtooth_grid(5, 5)), ("sawtooth grid 7x7, 2-D", lambda: sawtooth_grid(7, 7)),
+             ("sawtooth grid 8x9, 2-D", lambda: sawtooth_grid(8, 9)),
+             ("2-32-32-1 ReLU, 2-D", lambda: exact_net(float32_weights([2, 32, 32, 1]), 2)),
+             ("2-64-64-1 ReLU, 2-D", lambda: exact_net(float32_weights([2, 64, 64, 1]), 2)),
+             ("4-8-8-1 ReLU, 4-D", lambda: exact_net(float32_weights([4, 8, 8, 1]), 4)),
+             ("4-10-10-1 ReLU, 4-D", lambda: exact_net(float32_weights([4, 10, 10, 1]), 4)),
+             ("4-12-12-1 ReLU, 4-D", lambda: exact_net(float32_weights([4, 12, 12, 1]), 4))]
+
+
 def main() -> int:
+    if "--cells" in sys.argv:
+        print(json.dumps(cells_rows([(name, make()) for name, make in CELL_NETS]), indent=1))
+        return 0
     rows = []
     for name, net, target in [("2-16-16-1 ReLU, 2-D", random_relu_net([2, 16, 16, 1]), 10.0),
                               ("sawtooth depth 17, 1-D", sawtooth(17), 10.0)]:

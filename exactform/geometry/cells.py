@@ -92,6 +92,18 @@ class Interval:
         root = -g[1] / g[0]
         return Interval(max(self.lo, root), self.hi) if g[0] > 0 else Interval(self.lo, min(self.hi, root))
 
+    def cut(self, g: Affine) -> tuple:
+        """``(cell ∩ {g ≥ 0}, cell ∩ {g ≤ 0})``, each None when it is not full-dimensional
+        (g not constant): one evaluation per endpoint, one root."""
+        u, v = g[0] * self.lo + g[1], g[0] * self.hi + g[1]
+        if u >= 0 and v >= 0:
+            return self, None
+        if u <= 0 and v <= 0:
+            return None, self
+        root = -g[1] / g[0]
+        lower, upper = Interval(self.lo, root), Interval(root, self.hi)
+        return (upper, lower) if g[0] > 0 else (lower, upper)
+
     def measure(self) -> flint.fmpq:
         return self.hi - self.lo
 
@@ -367,7 +379,7 @@ def argmax_split(cell, pieces: list[Affine]) -> list[tuple[object, int]]:
         g = difference(pieces[0], pieces[1])
         if is_constant(g):
             return [(cell, 0 if g[-1] >= 0 else 1)]
-        if isinstance(cell, Vertices):
+        if isinstance(cell, (Vertices, Interval)):
             return [(part, j) for j, part in enumerate(cell.cut(g)) if part is not None]
         s = cell.side(g)
         if s != 0:

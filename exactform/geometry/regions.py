@@ -19,7 +19,6 @@ counts.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
@@ -27,10 +26,8 @@ from itertools import product
 
 from ..models import Box, MaxoutNet, Transformer
 from ..models.transformer import Attention, FeedForward, dense
-from .cells import (ONE, ZERO, Interval, Polygon, Polytope, Vertices, argmax_split, box_cell, centroid,
-                    dot, evaluate, exact_key, integer_form, rational, to_point)
-
-from .lp import maximize
+from .cells import ONE, ZERO, Interval, Polygon, Vertices, argmax_split, box_cell, exact_key, rational
+from .facets import adjacent_pairs
 
 METHODS = {"interval": "exact-1d-breakpoints", "polygon": "exact-2d-polygons", "polytope": "exact-lp",
            "vertices": "exact-double-description"}
@@ -217,6 +214,14 @@ def default_method(dim: int) -> str:
     return {1: "interval", 2: "polygon"}.get(dim, "vertices")
 
 
+def checked_method(method: str | None, dim: int) -> str:
+    """``method``, or the default one for ``dim``; ``ValueError`` if it does not apply."""
+    method = method or default_method(dim)
+    if method not in METHODS or (method == "interval" and dim != 1) or (method == "polygon" and dim != 2):
+        raise ValueError(f"method {method!r} does not apply to input dimension {dim}")
+    return method
+
+
 def refine(cell, decisions) -> list[tuple[object, tuple]]:
     """Split a cell by a sequence of argmax decisions; returns (part, choices)."""
     parts = [(cell, ())]
@@ -277,173 +282,6 @@ def refine_items(model, first: int, max_cells: int | None, items: list, stages=N
 
 # --- merging ---------------------------------------------------------------------------------------
 
-def adjacent_pairs(pieces: list[Piece], wanted, groups=None) -> set[tuple[int, int]]:
-    """Pairs of cells sharing a facet, restricted to pairs for which ``wanted(i, j)`` holds;
-    ``groups(n)``, when given, lists keys of cell n such that i and j are wanted only when they
-    share a key (it narrows the candidates)."""
-    if not pieces:
-        return set()
-    cell = pieces[0].cell
-    if isinstance(cell, Interval):
-        order = sorted(range(len(pieces)), key=lambda i: pieces[i].cell.lo)
-        return {tuple(sorted((i, j))) for i, j in zip(order, order[1:])
-                if pieces[i].cell.hi == pieces[j].cell.lo and wanted(i, j)}
-    if isinstance(cell, Polygon):
-        return {p for p in _polygon_pairs(pieces) if wanted(*p)}
-    if isinstance(cell, Vertices):
-        return _vertices_pairs(pieces, wanted, groups)
-    return {p for p in _polytope_candidates(pieces, wanted, groups) if _share_facet(pieces[p[0]].cell, pieces[p[1]].cell)}
-
-
-def _vertices_pairs(pieces, wanted, groups=None) -> set[tuple[int, int]]:
-    """Cells on opposite sides of one hyperplane (one ``g ≥ 0``, the other ``−g ≥ 0``) whose faces
-    on it meet in a (d − 1)-dimensional set (``_faces_meet``).  ``groups(n)``: keys of cell n such
-    that ``wanted(n, m)`` only when n and m share a key (None: one group)."""
-    sides: dict[tuple, tuple[list, list]] = {}
-    planes: dict[int, tuple] = {}            # id of a constraint (shared by a cell's descendants)
-    for n, piece in enumerate(pieces):
-        keys = groups(n) if groups else (None,)
-        for i, g in enumerate(piece.cell.constraints):
-            if id(g) not in planes:
-                lead = next(a for a in g[:-1] if a) > 0  # g is normalized: its lead is ±1
-                planes[id(g)] = exact_key(g if lead else [-v for v in g]), lead
-            plane, lead = planes[id(g)]
-            for key in keys:
-                sides.setdefault((plane, key), ([], []))[not lead].append((n, i))
-    pairs, forms = set(), {}
-    for plus, minus in sides.values():
-        if not plus or not minus:
-            continue
-        events = sorted(_face_extent(pieces, n, i, s) for s, side in enumerate((plus, minus)) for n, i in side)
-        active: list[list] = [[], []]
-        for lo, hi, s, n, i, box in events:
-            if lo == hi:
-                continue                                 # lower-dimensional: not a facet
-            other = active[1 - s] = [a for a in active[1 - s] if a[0] > lo]
-            for _, m, j, box2 in other:
-                if wanted(n, m) and _boxes_meet(box, box2) and (
-                        _faces_meet(pieces[n].cell, i, pieces[m].cell, j, forms) if s == 0
-                        else _faces_meet(pieces[m].cell, j, pieces[n].cell, i, forms)):
-                    pairs.add((min(n, m), max(n, m)))
-            active[s].append((hi, n, i, box))
-    return pairs
-
-
-def _form(g, forms: dict | None) -> tuple:
-    """``integer_form(g)``, remembered by the identity of ``g`` (shared by a cell's descendants)."""
-    if forms is None:
-        return integer_form(g)
-    if id(g) not in forms:
-        forms[id(g)] = g, integer_form(g)       # g kept alive: its id stays its own
-    return forms[id(g)][1]
-
-
-def _boxes_meet(a, b) -> bool:
-    """The bounding boxes of two faces on one hyperplane overlap openly along every coordinate
-    that varies on them (necessary for the faces to share a (d − 1)-dimensional set)."""
-    return all(lo < hi2 and lo2 < hi for (lo, hi), (lo2, hi2) in zip(a, b) if lo < hi or lo2 < hi2)
-
-
-def _face_extent(pieces, n: int, i: int, s: int) -> tuple:
-    """``(lo, hi, s, n, i, box)``: the extent of cell n's face on its constraint i along a
-    coordinate that varies on that hyperplane (``lo == hi`` when the face is not a facet), and
-    the face's bounding box."""
-    cell = pieces[n].cell
-    g = cell.constraints[i]
-    on = [to_point(p) for p, t in zip(cell.points, cell.tight) if t >> i & 1]
-    if len(on) < len(g) - 1:
-        return ZERO, ZERO, s, n, i, ()
-    box = [(min(c), max(c)) for c in zip(*on)]
-    return (*box[1 if not any(g[1:-1]) else 0], s, n, i, box)
-
-
-def _faces_meet(P: Vertices, i: int, Q: Vertices, j: int, forms: dict | None = None) -> bool:
-    """The faces of P on its constraint i and of Q on its constraint j (the same hyperplane H,
-    opposite sides) share a (d − 1)-dimensional set.  Disjoint when a constraint of one cell is
-    ≤ 0 on the other's face (it is > 0 on the relative interior of its own face, as it is not
-    H); shared when a point of H (centroids of the faces, their midpoint) satisfies every other
-    constraint of both strictly; else the exact LP decides."""
-    F = [v for v, t in zip(P.points, P.tight) if t >> i & 1]
-    G = [v for v, t in zip(Q.points, Q.tight) if t >> j & 1]
-    if min(len(F), len(G)) < len(P.points[0]) - 1:
-        return False                                     # a face with fewer than d vertices
-    others = [g for k, g in enumerate(P.constraints) if k != i], [g for k, g in enumerate(Q.constraints) if k != j]
-    for cons, face in ((others[0], G), (others[1], F)):
-        if any(max(dot(_form(g, forms), p) for p in face) <= 0 for g in cons):
-            return False
-    F, G = [to_point(p) for p in F], [to_point(p) for p in G]
-    cf, cg = centroid(F), centroid(G)
-    for x in (cf, cg, tuple((a + b) / 2 for a, b in zip(cf, cg))):
-        if all(evaluate(g, x) > 0 for g in others[0] + others[1]):
-            return True
-    return _meet_on(P.constraints[i], others[0] + others[1])
-
-
-def _line_key(a, b, c) -> tuple[int, int, int]:
-    """The line ``a·x + b·y + c = 0`` (``fmpq``, (a, b) ≠ 0) as coprime integers whose first
-    non-zero one is positive: equal keys exactly for equal lines, whatever the orientation."""
-    den = math.lcm(int(a.q), int(b.q), int(c.q))
-    ints = [int(v.p) * (den // int(v.q)) for v in (a, b, c)]
-    g = math.gcd(*ints) * (1 if (ints[0] or ints[1]) > 0 else -1)
-    return tuple(v // g for v in ints)
-
-
-def _polygon_pairs(pieces) -> set[tuple[int, int]]:
-    lines: dict[tuple, list] = {}
-    for n, piece in enumerate(pieces):
-        vs = piece.cell.vertices
-        for i in range(len(vs)):
-            (x1, y1), (x2, y2) = vs[i], vs[(i + 1) % len(vs)]
-            if (x1, y1) == (x2, y2):
-                continue
-            a, b = y2 - y1, x1 - x2
-            key = _line_key(a, b, -(a * x1 + b * y1))
-            t1, t2 = (x1, x2) if x1 != x2 else (y1, y2)
-            lines.setdefault(key, []).append((min(t1, t2), max(t1, t2), n))
-    pairs = set()
-    for segments in lines.values():
-        segments.sort()
-        active = []
-        for lo, hi, n in segments:
-            active = [(h, m) for h, m in active if h > lo]
-            pairs.update(tuple(sorted((m, n))) for _, m in active if m != n)
-            active.append((hi, n))
-    return pairs
-
-
-def _polytope_candidates(pieces, wanted, groups=None):
-    members: dict = {}
-    for n in range(len(pieces)):
-        for key in (groups(n) if groups else (None,)):
-            members.setdefault(key, []).append(n)
-    return {(i, j) for group in members.values() for a, i in enumerate(group) for j in group[a + 1:]
-            if wanted(i, j)}
-
-
-def _share_facet(P: Polytope, Q: Polytope) -> bool:
-    """``P ∩ Q`` is (d−1)-dimensional: on a hyperplane h with h ≥ 0 on P and h ≤ 0 on Q, the
-    other constraints of both hold with a positive margin at some point of h (exact LP)."""
-    neg = {tuple(-v for v in g) for g in Q.constraints}
-    for h in P.constraints:
-        if h in neg:
-            same = {h, tuple(-v for v in h)}
-            if _meet_on(h, [g for g in P.constraints + Q.constraints if g not in same]):
-                return True
-    return False
-
-
-def _meet_on(h, constraints) -> bool:
-    """Some point of the hyperplane ``h = 0`` satisfies every one of ``constraints`` with a
-    positive margin (exact LP)."""
-    d = len(h) - 1
-    A = [[-a for a in g[:-1]] + [ONE] for g in constraints]
-    b = [g[-1] for g in constraints]
-    A += [list(h[:-1]) + [ZERO], [-a for a in h[:-1]] + [ZERO], [ZERO] * d + [ONE]]
-    b += [-h[-1], h[-1], ONE]
-    best = maximize([ZERO] * d + [ONE], A, b)
-    return best is not None and best > 0
-
-
 def component_labels(n: int, pairs) -> list[int]:
     """Labels ``0..k-1`` of the ``n`` nodes, equal exactly for nodes connected by ``pairs``."""
     parent = list(range(n))
@@ -480,21 +318,25 @@ def by_relation(pieces, pairs) -> tuple[list, list]:
             [(i, j) for i, j in pairs if pieces[i].pattern == pieces[j].pattern])
 
 
-def on_boundary(cell, box: Box) -> bool:
-    """Necessary for ``cell`` (inside ``box``) to share a facet with a cell outside ``box``: it
-    reaches a face of ``box`` along an edge (2-D) or at all (1-D; d-D by its vertices or exact LP)."""
+def boundary_cells(pieces: list, box: Box) -> list[int]:
+    """The pieces whose cell (inside ``box``) may share a facet with a cell outside ``box``
+    (necessary): it reaches a face of ``box`` along an edge (2-D) or at all (1-D; d-D by its
+    vertices or exact LP)."""
     lo, hi = [rational(v) for v in box.lower], [rational(v) for v in box.upper]
-    if isinstance(cell, Interval):
-        return cell.lo == lo[0] or cell.hi == hi[0]
-    if isinstance(cell, Polygon):
-        vs = cell.vertices
-        return any(u[k] == v[k] and v[k] in (lo[k], hi[k])
-                   for u, v in zip(vs, vs[1:] + vs[:1]) for k in (0, 1))
-    if isinstance(cell, Vertices):       # its first 2d constraints are the faces of box (box_cell)
-        faces = (1 << 2 * box.dim) - 1
-        return any(t & faces for t in cell.tight)
-    extremes = [cell._extremes(g) for g in coordinate_maps(box.dim)]
-    return any(a == lo[k] or b == hi[k] for k, (a, b) in enumerate(extremes))
+    faces = (1 << 2 * box.dim) - 1      # Vertices cells: the first 2d constraints are the box's (box_cell)
+
+    def reaches(cell) -> bool:
+        if isinstance(cell, Interval):
+            return cell.lo == lo[0] or cell.hi == hi[0]
+        if isinstance(cell, Polygon):
+            vs = cell.vertices
+            return any(u[k] == v[k] and v[k] in (lo[k], hi[k])
+                       for u, v in zip(vs, vs[1:] + vs[:1]) for k in (0, 1))
+        if isinstance(cell, Vertices):
+            return any(t & faces for t in cell.tight)
+        extremes = [cell._extremes(g) for g in coordinate_maps(box.dim)]
+        return any(a == lo[k] or b == hi[k] for k, (a, b) in enumerate(extremes))
+    return [n for n, p in enumerate(pieces) if reaches(p.cell)]
 
 
 @dataclass(frozen=True)
@@ -502,7 +344,7 @@ class BoxCells:
     """The cells of one sub-box, merged within it: cell n lies in local linear region
     ``maps[n]`` (of ``0..regions-1``) and local activation region ``patterns[n]`` (of
     ``0..activation_regions-1``); ``boundary`` lists every cell that may share a facet with a
-    cell of another sub-box (``on_boundary``)."""
+    cell of another sub-box (``boundary_cells``)."""
     pieces: list
     maps: list
     patterns: list
@@ -518,7 +360,7 @@ def merged_cells_in_box(model, box: Box, method: str | None = None, max_cells: i
     pairs = adjacent_pairs(pieces, lambda i, j: related(pieces[i], pieces[j]), lambda n: relation_keys(pieces[n]))
     same_map, same_pattern = by_relation(pieces, pairs)
     maps, patterns = component_labels(len(pieces), same_map), component_labels(len(pieces), same_pattern)
-    boundary = [n for n, p in enumerate(pieces) if on_boundary(p.cell, box)]
+    boundary = boundary_cells(pieces, box)
     return BoxCells(pieces, maps, patterns, max(maps, default=-1) + 1, max(patterns, default=-1) + 1, boundary)
 
 
@@ -576,10 +418,7 @@ def count_regions(model, method: str | None = None, max_regions: int | None = No
     one task each on ``executor`` (``exactform.executor``) when given, and ``parts == 1`` hands
     the executor the cells (``cells_in_box``); ``max_regions`` bounds the cells of each sub-box
     and, after merging, the regions."""
-    method = method or default_method(model.input_dim)
-    if method not in METHODS or (method == "interval" and model.input_dim != 1) \
-            or (method == "polygon" and model.input_dim != 2):
-        raise ValueError(f"method {method!r} does not apply to input dimension {model.input_dim}")
+    method = checked_method(method, model.input_dim)
     subs = split_box(model.domain, parts)
     if executor is None or parts == 1:
         found = [merged_cells_in_box(model, sub, method, max_regions, progress, executor) for sub in subs]
@@ -595,26 +434,3 @@ def count_regions(model, method: str | None = None, max_regions: int | None = No
     if max_regions is not None and activation > max_regions:
         raise RegionLimit(f"{activation} activation regions exceed {max_regions}; raise --max-regions to count them all")
     return RegionCount(regions, activation, METHODS[method], pieces)
-
-
-def cell_records(result: RegionCount):
-    """One JSON-ready record per cell of ``result`` (one piece per cell: ``parts == 1``), in
-    order: its halfspaces ``a·x + c ≥ 0`` as ``[a_1..a_d, c]``, its vertices when the cell kind
-    keeps them, its activation pattern, the affine output map on it, and the cells sharing a
-    facet with it (exact, ``adjacent_pairs``).  Records are made as they are written."""
-    from ..numbers import format_rational
-    pieces = result.pieces
-    neighbours: list[list[int]] = [[] for _ in pieces]
-    for i, j in sorted(adjacent_pairs(pieces, lambda i, j: True)):
-        neighbours[i].append(j)
-        neighbours[j].append(i)
-
-    def encode(rows):
-        return [[format_rational(v) for v in row] for row in rows]
-    for n, piece in enumerate(pieces):
-        cell = piece.cell
-        record = {"cell": n, "halfspaces": encode(cell.halfspaces()), "pattern": list(piece.pattern),
-                  "output": encode(piece.output), "neighbours": sorted(neighbours[n])}
-        if isinstance(cell, (Polygon, Vertices)):
-            record["vertices"] = encode(cell.vertices)
-        yield record

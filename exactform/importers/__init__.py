@@ -47,7 +47,8 @@ def reference(path: str, input_shape=None):
     kind = _kind(path)
     if kind == "onnx":
         from .onnx import onnxruntime_reference
-        return onnxruntime_reference(path), "onnxruntime"
+        run = onnxruntime_reference(path)
+        return run, run.source
     if kind == "torch":
         from .torch import default_input_shape, load_module, torch_reference
         module = load_module(path)

@@ -65,6 +65,10 @@ class Lowering:
         self.last_use = last_use
         self.step = 0
         self.notes: list[str] = []
+        self.types: dict[str, int] = {}
+        """Element types (ONNX codes) of named values where the source states or infers them."""
+        self.input_type = 1
+        """Element type of the network input (float32 unless the source says otherwise)."""
 
     def as_tensor(self, value, shape=None) -> Tensor:
         """A constant array (of ``Fraction``/int) as a tensor of constant entries."""

@@ -1,8 +1,8 @@
 """ONNX networks → exact ``MaxoutNet``, and onnxruntime as the reference for the self-check.
 
-The graph is walked in its (topological) node order; ``onnx_ops.OPERATORS`` converts each node
-exactly (see ``graph`` for the lowering). Initializers that are also listed as graph inputs (older
-exporters) are constants. The one remaining input is the network input; a symbolic first
+Model-local functions are inlined first. The graph is walked in its (topological) node order;
+``onnx_ops.OPERATORS`` converts each node exactly (see ``graph`` for the lowering). Initializers
+that are also listed as graph inputs (older exporters) are constants. The one remaining input is the network input; a symbolic first
 dimension is the batch, taken as 1. Input and output tensors are flattened row-major, the order of
 ``tensor.flatten()``. An unsupported operator is an ``InputError`` naming the node, the operator
 and the supported set. Every float becomes its exact rational; NaN or infinity is refused.
@@ -45,12 +45,34 @@ def input_shape(model, path: str) -> tuple[str, tuple[int, ...]]:
     return inputs[0].name, tuple(shape)
 
 
+def element_types(model) -> dict[str, int]:
+    """ONNX element types of the graph's named values: declared, or inferred by ONNX's shape
+    inference where it succeeds (it is only consulted for ``CastLike``)."""
+    import onnx
+    try:
+        model = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # inference is an aid: a model it cannot type is still lowered
+        pass
+    graph = model.graph
+    types = {v.name: v.type.tensor_type.elem_type for v in (*graph.input, *graph.value_info, *graph.output)
+             if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type}
+    types.update((i.name, i.data_type) for i in graph.initializer)
+    return types
+
+
 def load_onnx(path: str, domain, notes: list[str] | None = None, model=None) -> MaxoutNet:
     """``domain(input_dim) -> Box`` builds the user's box once the input width is known;
     ``notes`` collects what was rounded (BatchNormalization square roots), if anything."""
     from onnx import numpy_helper
 
     model = read_model(path) if model is None else model
+    if model.functions:                      # model-local functions (modules exported as functions)
+        from onnx import inliner
+        try:
+            model = inliner.inline_local_functions(model)
+        except Exception as e:  # the inliner's C++ errors surface as several types
+            raise InputError(path, "functions", f"cannot inline the model-local functions ({type(e).__name__}: "
+                             f"{str(e).strip()[:120]})") from None
     graph = model.graph
     if not graph.node:
         raise InputError(path, "graph", "the graph has no nodes")
@@ -60,6 +82,8 @@ def load_onnx(path: str, domain, notes: list[str] | None = None, model=None) -> 
     last_use = {n: k for k, node in enumerate(graph.node) for n in node.input}
     last_use[graph.output[0].name] = len(graph.node)
     low = Lowering(shape, last_use)
+    low.types = element_types(model)
+    low.input_type = low.types.get(name, 1)
     for init in graph.initializer:
         try:
             low.values[init.name] = exact_array(numpy_helper.to_array(init), "a value")
@@ -99,7 +123,9 @@ def load_onnx(path: str, domain, notes: list[str] | None = None, model=None) -> 
 
 
 def onnxruntime_reference(path: str):
-    """``f(points) -> outputs`` by onnxruntime on the original file (its own float type)."""
+    """``f(points) -> outputs`` on the original file, in its own float type: by onnxruntime, or by
+    ONNX's reference evaluator where onnxruntime has no kernel for the type (float64 ``Conv``);
+    ``f.source`` names the evaluator."""
     import numpy as np
     import onnxruntime as ort
 
@@ -110,21 +136,25 @@ def onnxruntime_reference(path: str):
     options = ort.SessionOptions()
     options.log_severity_level = 3
     try:
-        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        evaluate = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"]).run
+        source = "onnxruntime"
     except Exception as e:  # onnxruntime raises its own exception types for files it cannot run
-        raise _unrunnable(path, e) from None
+        if "NOT_IMPLEMENTED" not in str(e):
+            raise _unrunnable(path, e) from None
+        from onnx.reference import ReferenceEvaluator
+        evaluate, source = ReferenceEvaluator(model).run, "the ONNX reference evaluator"
 
     def run(points):
         try:
-            return [session.run(None, {name: np.array([float(v) for v in p], dtype=dtype).reshape(shape)})[0]
+            return [evaluate(None, {name: np.array([float(v) for v in p], dtype=dtype).reshape(shape)})[0]
                     .astype(np.float64).ravel().tolist() for p in points]
         except Exception as e:
             raise _unrunnable(path, e) from None
-    run.dtype = dtype
+    run.dtype, run.source = dtype, f"{source} ({np.dtype(dtype).name})"
     return run
 
 
 def _unrunnable(path: str, error: Exception) -> InputError:
     first = (str(error).strip().splitlines() or [""])[0][:160]
-    return InputError(path, "", f"onnxruntime cannot run this file for the self-check ({type(error).__name__}: "
+    return InputError(path, "", f"cannot run this file for the self-check ({type(error).__name__}: "
                       f"{first}); --no-verify imports it without the self-check")

@@ -1,13 +1,15 @@
-"""Exact converters of ONNX operators, one function per operator (tested at opsets 10, 13, 16, 18).
+"""Exact converters of ONNX operators, one function per operator (tested at opsets 10 to 18).
 
 Each converter takes the ``Lowering``, the node, its arguments (``Tensor`` for values that depend
 on the network input, NumPy arrays for constants: ``Fraction`` objects for floats, ``int64`` for
 integers) and returns the output value. Operators on constants only are folded exactly. Affine
-operators compose exact maps; MaxPool, ReduceMax, Max/Min, Relu, LeakyRelu, PRelu and Clip are
-Maxout units (``max(x, αx)`` for a leak ``α ≤ 1``, ``−max(−x, −αx)`` for ``α > 1``, ``min = −max(−·)``,
-``clip(x) = lo + relu(x − lo) − relu(x − hi)``). BatchNormalization divides by ``√(var + ε)``,
-which is irrational unless ``var + ε`` is a rational square: it is then rounded to 64 significant
-bits and the lowering records a note.
+operators compose exact maps; MaxPool, ReduceMax, Max/Min, Relu, Abs, LeakyRelu, PRelu, Clip and
+HardSigmoid are Maxout units (``max(x, αx)`` for a leak ``α ≤ 1``, ``−max(−x, −αx)`` for ``α > 1``,
+``min = −max(−·)``, ``clip(x) = lo + relu(x − lo) − relu(x − hi)``). A cast of a constant to a
+binary float type rounds it exactly to that type (the value the source computes with).
+BatchNormalization divides by ``√(var + ε)``, which is irrational unless ``var + ε`` is a rational
+square: it is then rounded down to at least 64 significant bits and the lowering records a note
+with a rigorous bound on the relative change.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..numbers import from_float
+from ..numbers import from_float, outward_decimals
 from .affine import ONE, ZERO, Affine
 from .graph import (Lowering, NodeError, Tensor, broadcast_pieces, elementwise_scale, elementwise_sum, negate,
                     output_spatial, windows)
@@ -178,6 +180,49 @@ def op_concat(low, node, args):
     return whole.gather(grid)
 
 
+def op_expand(low, node, args):
+    """Broadcast to ``shape`` (bidirectionally: the output shape is the broadcast of both)."""
+    x, shape = args[0], ints(constant(args[1], "the shape"))
+    out = tuple(np.broadcast_shapes(tuple(x.shape), tuple(shape)))
+    return _layout(x, lambda g: np.broadcast_to(g, out))
+
+
+_PAD_MODES = ("constant", "reflect", "edge", "wrap")
+"""ONNX's padding modes, which are also NumPy's names for the same rules."""
+
+
+def op_pad(low, node, args):
+    """Padding (negative widths crop): ``constant`` entries are constants; ``reflect``, ``edge``
+    and ``wrap`` repeat entries of the input."""
+    x = args[0]
+    rank = len(x.shape)
+    if len(args) > 1:
+        pads = ints(constant(args[1], "the pads"))
+        value = optional(args, 2)
+        value = ZERO if value is None else fractions(constant(value, "the constant value")).ravel()[0]
+        axes = optional(args, 3)
+        axes = list(range(rank)) if axes is None else [axis_of(a, rank) for a in ints(constant(axes, "the axes"))]
+    else:
+        pads, value, axes = attr(node, "pads"), attr(node, "value", ZERO), list(range(rank))
+    mode = attr(node, "mode", "constant")
+    if mode not in _PAD_MODES or len(pads) != 2 * len(axes):
+        raise NodeError(f"mode {mode!r} with {len(pads)} pads for {len(axes)} axes")
+    widths = [[0, 0] for _ in range(rank)]
+    for i, a in enumerate(axes):
+        widths[a] = [pads[i], pads[len(axes) + i]]
+    crop = tuple(slice(max(0, -b), n - max(0, -e)) for (b, e), n in zip(widths, x.shape))
+    grow = [(max(0, b), max(0, e)) for b, e in widths]
+    if not isinstance(x, Tensor):
+        x = fractions(x)[crop]
+        return np.pad(x, grow, mode, constant_values=value) if mode == "constant" else np.pad(x, grow, mode)
+    grid = x.grid()[crop]
+    if mode != "constant":
+        return x.gather(np.pad(grid, grow, mode))
+    padded = np.pad(grid, grow, mode, constant_values=x.size)             # entry x.size is the constant
+    a = x.affine
+    return Tensor((x.size + 1,), Affine(a.rows + [{}], a.bias + [value], a.width, a.frame)).gather(padded)
+
+
 def op_gather(low, node, args):
     indices = np.asarray(constant(args[1], "the indices"))
     axis = attr(node, "axis", 0)
@@ -196,10 +241,16 @@ def op_slice(low, node, args):
     else:
         starts, ends = attr(node, "starts"), attr(node, "ends")
         axes, steps = attr(node, "axes", list(range(len(starts)))), [1] * len(starts)
-    index = [slice(None)] * len(x.shape)
-    for s, e, a, st in zip(starts, ends, axes, steps):
-        index[axis_of(a, len(x.shape))] = slice(*slice(s, e, st).indices(x.shape[axis_of(a, len(x.shape))]))
-    return _layout(x, lambda g: g[tuple(index)])
+    # slice.indices clamps as ONNX does; the positions are then taken explicitly, since a slice
+    # rebuilt from them would read an end of −1 (before position 0, for a negative step) as the last
+    picks = [(axis_of(a, len(x.shape)), range(*slice(s, e, st).indices(x.shape[axis_of(a, len(x.shape))])))
+             for s, e, a, st in zip(starts, ends, axes, steps)]
+
+    def take(g):
+        for axis, positions in picks:
+            g = np.take(g, np.array(positions, dtype=np.int64), axis=axis)
+        return g
+    return _layout(x, take)
 
 
 def op_shape(low, node, args):
@@ -207,23 +258,66 @@ def op_shape(low, node, args):
     return np.array(shape[attr(node, "start", 0):attr(node, "end", None)], dtype=np.int64)
 
 
-_FLOAT_TYPES = {1, 10, 11, 16}     # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+_FLOAT_FORMATS = {1: (24, -126, 127), 10: (11, -14, 15), 16: (8, -126, 127)}
+"""FLOAT, FLOAT16, BFLOAT16: significand bits (with the implicit one), least normal and greatest
+exponent. DOUBLE (11) holds every constant exactly: a constant is a float32 or float64 value, or
+an exact fold of such values."""
 
 
-def op_cast(low, node, args):
-    to = attr(node, "to")
-    x = args[0]
+def nearest_float(q: Fraction, code: int) -> Fraction:
+    """``q`` rounded to the nearest value of the float format ``code`` (ties to even), computed
+    exactly — the value a Cast of the constant ``q`` produces; overflow to infinity is refused."""
+    if code == 11 or q == 0:
+        return q
+    bits, emin, emax = _FLOAT_FORMATS[code]
+    a = abs(q)
+    e = a.numerator.bit_length() - a.denominator.bit_length()       # 2^(e−1) < a < 2^(e+1)
+    if a < Fraction(2) ** e:
+        e -= 1                                                        # 2^e ≤ a < 2^(e+1)
+    ulp = Fraction(2) ** (max(e, emin) - bits + 1)
+    r = round(a / ulp) * ulp                                          # Fraction rounds half to even
+    if r > (2 - Fraction(2) ** (1 - bits)) * Fraction(2) ** emax:
+        raise NodeError(f"the constant {float(q):.6g} overflows the target float type")
+    return r if q > 0 else -r
+
+
+_INTEGER_TYPES = (2, 3, 4, 5, 6, 7, 12, 13)
+"""UINT8, INT8, UINT16, INT16, INT32, INT64, UINT32, UINT64 (BOOL is 9)."""
+
+
+def _cast(x, code: int):
+    """``x`` cast to the ONNX element type ``code``."""
     if isinstance(x, Tensor):
-        if to not in (1, 11):
+        if code not in (1, 11):
             raise NodeError("only casts of input-dependent values to float or double are exact")
         return x
-    if to in _FLOAT_TYPES:
-        return fractions(x)
+    if code in (1, 10, 11, 16):
+        rounded = np.empty(np.shape(x), dtype=object)
+        rounded.ravel()[:] = [nearest_float(v, code) for v in fractions(x).ravel().tolist()]
+        return rounded
+    if code == 9:
+        return (np.asarray(x) != 0).astype(np.int64)
+    if code not in _INTEGER_TYPES:
+        raise NodeError(f"cast to element type {code}")
     if x.dtype == object:
         if any(v.denominator != 1 for v in x.ravel().tolist()):
             raise NodeError("casting a non-integer constant to an integer type")
         return np.array([int(v) for v in x.ravel().tolist()], dtype=np.int64).reshape(x.shape)
     return x
+
+
+def op_cast(low, node, args):
+    return _cast(args[0], attr(node, "to"))
+
+
+def op_cast_like(low, node, args):
+    """Cast to the element type of the second input (from ONNX type inference; an input-dependent
+    value without an inferred type has the network input's type)."""
+    like = args[1]
+    to = low.types.get(node.input[1])
+    if to is None:
+        to = low.input_type if isinstance(like, Tensor) else 11 if like.dtype == object else 7
+    return _cast(args[0], to)
 
 
 def op_constant(low, node, args):
@@ -270,6 +364,14 @@ def op_mul(low, node, args):
         return a * b
     x, c = (a, b) if isinstance(a, Tensor) else (b, a)
     return elementwise_scale(x, fractions(c))
+
+
+def op_mod(low, node, args):
+    """Remainder of integer constants (shape arithmetic): the divisor's sign, or C's ``fmod``."""
+    a, b = (np.asarray(constant(v, "a Mod operand")) for v in args)
+    if a.dtype == object or b.dtype == object:
+        raise NodeError("Mod of non-integer constants")
+    return np.fmod(a, b) if attr(node, "fmod", 0) else np.mod(a, b)
 
 
 def op_div(low, node, args):
@@ -446,18 +548,23 @@ def op_global_avgpool(low, node, args):
 
 
 def op_batchnorm(low, node, args):
+    """``scale·(x − mean)/√(var + ε) + shift`` per channel; where ``√(var + ε)`` is irrational the
+    factor is rounded (``inverse_square_root``) and a note states the channels and the bound."""
     x = constant_free(args[0])
     if attr(node, "training_mode", 0) or any(node.output[1:]):
         raise NodeError("training mode (running statistics as outputs)")
     scale, shift, mean, var = (list(fractions(constant(a, "a statistic")).ravel()) for a in args[1:5])
     eps = attr(node, "epsilon", from_float(float(np.float32(1e-5))))
-    factor = []
-    for c, (s, v) in enumerate(zip(scale, var)):
-        root, exact = square_root(v + eps)
-        if not exact:
-            low.notes.append(f"BatchNormalization {node.name or node.output[0]!r}: 1/sqrt(var+eps) rounded "
-                             "to 64 significant bits (irrational)")
-        factor.append(s / root)
+    roots = [inverse_square_root(v + eps) for v in var]
+    factor = [s * f for s, (f, _) in zip(scale, roots)]
+    rounded = [bound for _, bound in roots if bound]
+    if rounded:
+        low.notes.append(
+            f"BatchNormalization {node.name or node.output[0]!r}: var+eps is not the square of a rational in "
+            f"{len(rounded)} of {len(roots)} channel(s); there 1/sqrt(var+eps) is replaced by 1/r, r = sqrt(var+eps) "
+            f"rounded down to at least {ROOT_BITS} significant bits, which multiplies the channel's term "
+            f"scale*(x-mean)/sqrt(var+eps) by 1+e with 0 <= e < {outward_decimals(max(rounded), max(rounded), 2)[1]}; "
+            "the rest of the node is exact")
     channels = [1] * len(x.shape)
     channels[1] = len(factor)
     f = np.array(factor, dtype=object).reshape(channels)
@@ -465,17 +572,23 @@ def op_batchnorm(low, node, args):
     return elementwise_sum(elementwise_scale(x, f), low.as_tensor(t), ONE)
 
 
-def square_root(q: Fraction, bits: int = 64) -> tuple[Fraction, bool]:
-    """``√q`` exactly when ``q`` is the square of a rational, else rounded down to ``bits``
-    significant bits; returns ``(root, exact)``."""
+ROOT_BITS = 64
+"""Significant bits of a rounded square root."""
+
+
+def inverse_square_root(q: Fraction) -> tuple[Fraction, Fraction]:
+    """``(f, δ)`` with ``f = 1/√q`` exactly and ``δ = 0`` when ``q`` is the square of a rational;
+    otherwise ``f = 1/r`` for ``r = ⌊√q·2^s⌋/2^s`` (``√q`` rounded down to ``ROOT_BITS`` or more
+    significant bits), so ``r ≤ √q < r + 2^−s`` and ``f·√q ∈ [1, 1 + δ)`` with ``δ = 2^−s/r``."""
     if q <= 0:
         raise NodeError(f"variance + epsilon = {q} is not positive")
     p, d = q.numerator, q.denominator
     rp, rd = math.isqrt(p), math.isqrt(d)
     if rp * rp == p and rd * rd == d:
-        return Fraction(rp, rd), True
-    shift = max(0, bits - (p.bit_length() - d.bit_length()) // 2 + 2)
-    return Fraction(math.isqrt((p << (2 * shift)) // d), 1 << shift), False
+        return Fraction(rd, rp), ZERO
+    s = max(0, ROOT_BITS - (p.bit_length() - d.bit_length()) // 2 + 2)
+    r = Fraction(math.isqrt((p << (2 * s)) // d), 1 << s)
+    return 1 / r, Fraction(1, 1 << s) / r
 
 
 # --- reductions ----------------------------------------------------------------------------------------
@@ -529,6 +642,14 @@ def op_relu(low, node, args):
     return low.maxout(x.shape, [[(r, b), ({}, ZERO)] for r, b in zip(x.affine.rows, x.affine.bias)])
 
 
+def op_abs(low, node, args):
+    """``|x| = max(x, −x)``, a rank-2 unit."""
+    x = args[0]
+    if not isinstance(x, Tensor):
+        return np.abs(x)
+    return low.maxout(x.shape, [[(r, b), *negate([(r, b)])] for r, b in zip(x.affine.rows, x.affine.bias)])
+
+
 def _leaky(low, x: Tensor, slopes: list[Fraction]) -> Tensor:
     """``x`` where ``x ≥ 0``, ``α·x`` elsewhere: ``max(x, αx)`` for ``α ≤ 1``, else ``−max(−x, −αx)``."""
     units, signs = [], []
@@ -551,15 +672,21 @@ def op_prelu(low, node, args):
 
 
 def op_clip(low, node, args):
-    x = args[0]
     if len(args) > 1:
         lo, hi = optional(args, 1), optional(args, 2)
         lo = None if lo is None else fractions(constant(lo, "min")).ravel()[0]
         hi = None if hi is None else fractions(constant(hi, "max")).ravel()[0]
     else:
         lo, hi = attr(node, "min", None), attr(node, "max", None)
+    return clip(low, args[0], lo, hi)
+
+
+def clip(low, x, lo: Fraction | None, hi: Fraction | None):
+    """``min(max(x, lo), hi)`` (a missing bound is no bound)."""
     if not isinstance(x, Tensor):
-        return np.minimum(np.maximum(x, lo), hi)
+        x = fractions(x)
+        x = x if lo is None else np.maximum(x, lo)
+        return x if hi is None else np.minimum(x, hi)
     rows, bias = x.affine.rows, x.affine.bias
     if lo is None and hi is None:
         return x
@@ -574,6 +701,17 @@ def op_clip(low, node, args):
     both = low.maxout((2, x.size), units)
     n = x.size
     return both.linear(x.shape, [[(i, ONE), (n + i, -ONE)] for i in range(n)], [lo] * n)
+
+
+def op_hard_sigmoid(low, node, args):
+    """``clip(α·x + β, 0, 1)``."""
+    alpha = attr(node, "alpha", from_float(float(np.float32(0.2))))
+    beta = attr(node, "beta", from_float(float(np.float32(0.5))))
+    x = args[0]
+    if not isinstance(x, Tensor):
+        return clip(low, fractions(x) * alpha + beta, ZERO, ONE)
+    y = elementwise_scale(x, np.array(alpha, dtype=object))
+    return clip(low, elementwise_sum(y, low.as_tensor(np.array(beta, dtype=object)), ONE), ZERO, ONE)
 
 
 def op_max(low, node, args, sign=ONE):
@@ -596,14 +734,14 @@ def op_min(low, node, args):
 OPERATORS = {
     "Identity": op_identity, "Dropout": op_identity, "Flatten": op_flatten, "Reshape": op_reshape,
     "Squeeze": op_squeeze, "Unsqueeze": op_unsqueeze, "Transpose": op_transpose, "Concat": op_concat,
-    "Gather": op_gather, "Slice": op_slice, "Shape": op_shape, "Cast": op_cast, "Constant": op_constant,
-    "ConstantOfShape": op_constant_of_shape,
-    "Add": op_add, "Sub": op_sub, "Neg": op_neg, "Mul": op_mul, "Div": op_div,
+    "Expand": op_expand, "Pad": op_pad, "Gather": op_gather, "Slice": op_slice, "Shape": op_shape,
+    "Cast": op_cast, "CastLike": op_cast_like, "Constant": op_constant, "ConstantOfShape": op_constant_of_shape,
+    "Add": op_add, "Sub": op_sub, "Neg": op_neg, "Mul": op_mul, "Div": op_div, "Mod": op_mod,
     "MatMul": op_matmul, "Gemm": op_gemm, "Conv": op_conv,
     "AveragePool": op_avgpool, "GlobalAveragePool": op_global_avgpool, "BatchNormalization": op_batchnorm,
     "ReduceMean": op_reduce_mean, "ReduceSum": op_reduce_sum,
-    "Relu": op_relu, "LeakyRelu": op_leaky_relu, "PRelu": op_prelu, "Clip": op_clip, "Max": op_max,
-    "Min": op_min, "MaxPool": op_maxpool, "GlobalMaxPool": op_global_maxpool, "ReduceMax": op_reduce_max,
+    "Relu": op_relu, "Abs": op_abs, "LeakyRelu": op_leaky_relu, "PRelu": op_prelu, "Clip": op_clip,
+    "HardSigmoid": op_hard_sigmoid, "Max": op_max, "Min": op_min, "MaxPool": op_maxpool, "GlobalMaxPool": op_global_maxpool, "ReduceMax": op_reduce_max,
     "ReduceMin": op_reduce_min,
 }
 """Supported operators of the default ONNX domain."""

@@ -44,7 +44,7 @@ Phase = str | int
 class FeedForwardFacts:
     block: int
     phases: list[list[Phase]]          # [token][unit]
-    pre: list[list[Interval]]          # [token][unit]
+    pre: list[list[Interval | None]]   # [token][unit]: None for half of an identity pair (no bound needed)
 
 
 @dataclass(frozen=True)
@@ -190,12 +190,13 @@ def _feedforward(result: Analysis, block: int, ff: FeedForward, X: Forms, box: l
     phases, pres, out, forms_by_token = [], [], [], []
     for t, Xt in enumerate(X):
         pre = [_affine(row, b, Xt) for row, b in zip(w1, b1)]
-        intervals = [_interval(f, box) for f in pre]
         keys = [(_key(f, 1), c) for f, (c, _) in zip(pre, column_keys)]
         partner = identity_partners(keys, [(_key(f, -1), c) for f, (_, c) in zip(pre, column_keys)])
+        intervals = [None if u in partner else _interval(f, box) for u, f in enumerate(pre)]
         phase: list[Phase] = []
-        for u, (lo, hi) in enumerate(intervals):
-            if u in partner:                  # identity pairs first (exact everywhere), then the bounds
+        for u, interval in enumerate(intervals):
+            lo, hi = interval or (None, None)
+            if u in partner:                  # identity pairs first (exact everywhere, no bound), then the bounds
                 phase.append(partner[u])
             elif lo >= 0:
                 phase.append("on")
@@ -238,7 +239,8 @@ def _token_shift_pairs(result: Analysis, block: int, phases, forms_by_token, box
                 if t == owner:
                     continue
                 total = combine([(1, pre[u]), (1, pre[p])])
-                others.append((t, intervals[u][1], intervals[p][1], _interval(total, box)[1]))
+                upper = [(intervals[v] or _interval(pre[v], box))[1] for v in (u, p)]     # paired there too: C2 fails
+                others.append((t, *upper, _interval(total, box)[1]))
             result.pairs.append(PairFacts(block, owner, (u, p), others))
 
 
