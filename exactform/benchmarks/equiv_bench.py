@@ -22,6 +22,7 @@ from exactform.cli import main
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.formats import write_json
 from exactform.importers import import_network
+from exactform.models import MaxoutLayer, MaxoutNet
 from exactform.numbers import format_rational, parse_rational
 from exactform.proofs.nets import permuted, relu_net, rescaled_and_split
 
@@ -39,16 +40,16 @@ def timed(argv: list[str], expect: int = 0) -> tuple[float, str]:
     return time.process_time() - start, out.getvalue()
 
 
-def float16(doc: dict) -> dict:
-    """Every weight of a Maxout JSON rounded to the nearest IEEE half (an exact dyadic rational)."""
-    def rounded(v):
-        if isinstance(v, list):
-            return [rounded(x) for x in v]
-        return format_rational(Fraction(struct.unpack("e", struct.pack("e", float(parse_rational(v))))[0]))
-    out = json.loads(json.dumps(doc))
-    for part in out["layers"] + [out["readout"]]:
-        part["weight"], part["bias"] = rounded(part["weight"]), rounded(part["bias"])
-    return out
+def half(q: Fraction) -> Fraction:
+    """The nearest IEEE half to q, as the exact dyadic rational it stands for."""
+    return Fraction(struct.unpack("e", struct.pack("e", float(q)))[0])
+
+
+def float16(net: MaxoutNet) -> MaxoutNet:
+    """The net with every weight and bias rounded to the nearest IEEE half."""
+    rounded = lambda v: [rounded(x) for x in v] if isinstance(v, list) else half(v)  # noqa: E731
+    return MaxoutNet(net.domain, [MaxoutLayer(rounded(l.weight), rounded(l.bias)) for l in net.layers],
+                     rounded(net.readout_weight), rounded(net.readout_bias))
 
 
 def _max_diff(args, queue):
@@ -95,7 +96,7 @@ def run() -> None:
         rows.append(["ACAS Xu 1_1 vs permuted, rescaled, split", f"{seconds:.2f}", "target < 10 s"])
         misses += [] if seconds < 10 else ["ACAS rewrites"]
 
-        write_json(path("acas16.json"), float16(acas.to_json()))
+        write_json(path("acas16.json"), float16(acas).to_json())
         for side in ("1/1024", "1/256", "1/128", "1/32"):
             half = parse_rational(side) / 2
             domain = f"{format_rational(-half)}:{format_rational(half)}"
