@@ -58,17 +58,22 @@ class Recording(Forms):
 
 
 def pairing(F: Recording, calls_a: int, nodes_a: int) -> dict:
-    """``{b: (form_a, P, Q, s)}``: node b of B only, built by the same call index as A's ``form_a =
-    max(P)``, with ``s·b = max(Q)`` and as many pieces; none when the two call sequences differ in length."""
+    """``{v: (other, P, Q, s, sign)}`` for the maxes built by the same call index in A and B, with as
+    many pieces: ``form_a = max(P)``, ``form_b = max(Q)``.  A node b of B only (``form_b = s·b``) gets
+    ``(form_a, P, Q, s, 1)``: ``s·b = form_a + η``; a node a of A (``form_a = s·a``) gets ``(form_b, P, Q,
+    s, −1)``: ``s·a = form_b − η``, with ``η = max Q − max P``.  None when the call sequences differ in length."""
     a, b = F.calls[:calls_a], F.calls[calls_a:]
     if len(a) != len(b):
         return {}
     related = {}
     for (P, fa), (Q, fb) in zip(a, b):
-        if len(P) == len(Q) and len(fb) == 1:
-            (var, s), = fb.items()
-            if var >= nodes_a and var not in related:
-                related[var] = (fa, P, Q, s)
+        if len(P) != len(Q):
+            continue
+        for form, other, sign, own in ((fb, fa, 1, lambda v: v >= nodes_a), (fa, fb, -1, lambda v: F.d <= v < nodes_a)):
+            if len(form) == 1:
+                (var, s), = form.items()
+                if own(var) and var not in related:
+                    related[var] = (other, P, Q, s, sign)
     return related
 
 
@@ -82,6 +87,11 @@ class DiffBound:
         """An upper bound of ``max_k |D_k(x)|`` over every cell in ``box`` where ``decided`` holds."""
         run = _Run(self, box, decided)
         return max((max(-lo, hi) for lo, hi in (run.interval(run.form(D)) for D in self.diff)), default=Fraction(0))
+
+
+def _exact(f: dict) -> bool:
+    """An affine form of x only (no noise symbol)."""
+    return not any(isinstance(k, tuple) for k in f)
 
 
 class _Run:
@@ -108,32 +118,78 @@ class _Run:
     def value(self, var: int) -> dict:
         if var not in self.memo:
             kind, data = self.F.nodes[var - self.F.d]
-            self.memo[var] = (self._max if kind == "max" else self._hardmax)(var, data)
+            if kind == "max":
+                exact = self.exact(var)
+                paired = self._paired(var, exact) if var in self.related else None
+                value = paired if paired is not None else exact if exact is not None else self._relaxed(var)
+            else:
+                value = self._hardmax(var, data)
+            self.memo[var] = value if _exact(value) else self.compressed(value, var)
         return self.memo[var]
+
+    def compressed(self, f: dict, var: int) -> dict:
+        """``f`` with short coefficients: each rounded to ``BITS`` bits, and the terms below 2^−40 of
+        the form's size dropped; what is removed, a function of x and the noise symbols that ranges
+        over a known interval, becomes one symbol of this node (the same quantity wherever the node
+        is used, so sharing the symbol is sound)."""
+        one = (Fraction(1), Fraction(1))
+        ranges = [(k, c, self.ranges.get(k, one)) for k, c in f.items()]
+        size = sum(abs(c) * max(-lo, hi) for _, c, (lo, hi) in ranges)
+        kept, low, high = {}, Fraction(0), Fraction(0)
+        for k, c, (lo, hi) in ranges:
+            short = Fraction(0) if abs(c) * max(-lo, hi) * 2 ** 40 <= size else outward(c, False)
+            if short:
+                kept[k] = short
+            e = c - short
+            low, high = low + min(e * lo, e * hi), high + max(e * lo, e * hi)
+        return combine([(1, kept), (1, self.noise(("rest", var), low, high))]) if low or high else kept
+
+    def exact(self, var: int) -> dict | None:
+        """A max node's winning piece when ``decided`` or interval dominance fixes it on the box."""
+        if self.F.nodes[var - self.F.d][0] != "max":
+            return None
+        if ("exact", var) not in self.memo:
+            ps = self.memo["pieces", var] = [self.form(dict(p)) for p in self.F.nodes[var - self.F.d][1]]
+            won = self._fixed("max", ps)
+            if won is None:
+                gaps = [[self.interval(combine([(1, p), (-1, q)])) for q in ps] for p in ps]
+                won = next((p for p, row in zip(ps, gaps) if all(lo >= 0 for lo, _ in row)), None)
+            self.memo["exact", var] = None if won is None else dict(won)
+        return self.memo["exact", var]
 
     def _fixed(self, kind: str, pieces: list):
         """The decision on the cell when every piece is exact (a form over x only) and decided."""
-        if any(isinstance(k, tuple) for p in pieces for k in p):
+        if not all(map(_exact, pieces)):
             return None
         keys = tuple(sorted({key(p) for p in pieces}))
         if len(keys) == 1:
             return keys[0] if kind == "max" else set(keys)
         return self.decided.get((kind, keys))
 
-    def _max(self, var: int, data: tuple) -> dict:
-        ps = [self.form(dict(p)) for p in data]
-        won = self._fixed("max", ps)
-        if won is not None:
-            return dict(won)
+    def _paired(self, var: int, exact: dict | None) -> dict | None:
+        """The node through its partner, ``(other + sign·η) / s``, when that is the better form: for a
+        node of B, unless it is fixed and its fixed form is closer to the partner's than η is wide
+        (both fixed, on different pieces: the two pieces differ by a form that is small on the cell
+        but not on its bounding box); for a node of A, only when it is not fixed and B's partner is
+        (so that the two never refer to each other)."""
+        other, P, Q, s, sign = self.related[var]
+        (partner, scale), = other.items() if len(other) == 1 else ((None, None),)
+        fixed = self.exact(partner) if partner is not None and partner >= self.F.d else None
+        if sign < 0 and (exact is not None or fixed is None):
+            return None
+        theirs = combine([(scale, fixed)]) if sign < 0 else self.form(other)
+        etas = [self.interval(self.form(combine([(1, q), (-1, p)]))) for p, q in zip(P, Q)]
+        lo, hi = min(lo for lo, _ in etas), max(hi for _, hi in etas)
+        if exact is not None:
+            gap = self.interval(combine([(s, exact), (-1, theirs)]))
+            if gap[1] - gap[0] <= hi - lo:
+                return None
+        return combine([(1 / s, theirs), (sign / s, self.noise(("eta", var), lo, hi))])
+
+    def _relaxed(self, var: int) -> dict:
+        """A max node the box does not fix, by the triangle relaxation (two pieces) or a bound above."""
+        ps = self.memo["pieces", var]
         gaps = [[self.interval(combine([(1, p), (-1, q)])) for q in ps] for p in ps]
-        for p, row in zip(ps, gaps):
-            if all(lo >= 0 for lo, _ in row):
-                return p
-        if var in self.related:
-            fa, P, Q, s = self.related[var]
-            etas = [self.interval(self.form(combine([(1, q), (-1, p)]))) for p, q in zip(P, Q)]
-            eta = self.noise(("eta", var), min(lo for lo, _ in etas), max(hi for _, hi in etas))
-            return combine([(1 / s, self.form(fa)), (1 / s, eta)])
         if len(ps) == 2:
             p, q = ps
             lo, hi = gaps[0][1]                           # t = p − q, with lo < 0 < hi
