@@ -406,9 +406,9 @@ def test_every_cell_bound_covers_the_cell(monkeypatch):
     seen = []
     expand = search.Search.expand
 
-    def recording(self, cons, decided, box):
-        result = expand(self, cons, decided, box)
-        seen.extend((upper, child[0], self.models) for upper, child in result[2])
+    def recording(self, cons, decided, box, threshold):
+        result = expand(self, cons, decided, box, threshold)
+        seen.append((result[2], cons, self.models))
         return result
     monkeypatch.setattr(search.Search, "expand", recording)
     for a, b in small_pairs():

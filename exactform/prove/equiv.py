@@ -213,7 +213,7 @@ def _expand_group(context: bytes, batch: list) -> list:
     if digest not in _SEARCHES:
         _SEARCHES.clear()
         _SEARCHES[digest] = Search(*pickle.loads(context))
-    return [_SEARCHES[digest].expand(*cell) for cell in batch]
+    return [_SEARCHES[digest].expand(*task) for task in batch]
 
 
 def _value(g: dict, x: list) -> Fraction:
@@ -259,11 +259,13 @@ class Search:
         return self.outcome
 
     def run_pruned(self, executor=None) -> Outcome:
-        """Best-first search, without a certificate tree.  The cells of largest upper bound are
-        expanded ``BATCH`` at a time; a cell whose bound does not exceed the threshold — ε, or for
-        --max-diff the largest exact |A − B|∞ found so far — is pruned with every cell after it (the
-        heap is ordered by bound).  The answer is therefore that of the unpruned search: every
-        leaf not pruned is solved exactly, and a pruned cell's supremum is at most the threshold."""
+        """Best-first search, without a certificate tree.  A cell waits in a heap under its parent's
+        upper bound of |A − B|∞ (valid on it: it is a subset); the ``BATCH`` cells of largest bound
+        are taken each round, and each first computes its own bound.  A cell whose bound does not
+        exceed the threshold — ε, or for --max-diff the largest exact |A − B|∞ found so far — is
+        pruned (the cells after one pruned by its parent's bound with it: the heap is ordered).  The
+        answer is therefore that of the unpruned search: every leaf not pruned is solved exactly,
+        and a pruned cell's supremum is at most the threshold."""
         out = self.outcome
         heap, count, best, point = [(-self.bound.upper(self.box, {}), 0, (self.cons, {}, self.box))], 1, None, None
         while heap:
@@ -275,13 +277,16 @@ class Search:
                     out.pruned += 1 + len(heap)
                     heap = []
                 else:
-                    batch.append(cell)
-            for value, x, children in self._expand(batch, executor):
+                    batch.append((*cell, threshold))
+            for value, x, upper, children in self._expand(batch, executor):
+                if children is None:
+                    out.pruned += 1
+                    continue
                 if best is None or value > best:
                     best, point = value, x
                 out.splits += bool(children)
                 out.leaves += not children
-                for upper, child in children:
+                for child in children:
                     heapq.heappush(heap, (-upper, count, child))
                     count += 1
             if not self.max_diff and best is not None and best > self.tolerance:
@@ -294,7 +299,7 @@ class Search:
     def _expand(self, batch: list, executor) -> list:
         workers = getattr(executor, "workers", 1)
         if workers <= 1 or len(batch) < BATCH:            # a small frontier is not worth a round trip
-            return [self.expand(*cell) for cell in batch]
+            return [self.expand(*task) for task in batch]
         context = pickle.dumps(self.context)
         groups = executor.map(functools.partial(_expand_group, context), [batch[i::workers] for i in range(workers)])
         results = [None] * len(batch)
@@ -302,12 +307,16 @@ class Search:
             results[i::workers] = group
         return results
 
-    def expand(self, cons: list, decided: dict, box: list) -> tuple:
+    def expand(self, cons: list, decided: dict, box: list, threshold: Fraction | None) -> tuple:
         """One cell of the pruned search (constraints ``cons``, inside ``box``, where ``decided``
-        holds): ``(value, point, children)``.  ``value`` is |A − B|∞ at ``point`` of the cell, exactly
-        (on a --max-diff leaf: the maximum over the cell's closure, at an LP vertex; on a --tolerance
-        leaf: at a point exceeding ε when there is one); ``children``: the non-empty cells of a
-        split, each ``(upper bound of |A − B|∞ on it, (cons, decided, box))``, or ``[]`` on a leaf."""
+        holds): ``(value, point, upper, children)``.  ``upper`` bounds |A − B|∞ on the cell; when it
+        does not exceed ``threshold`` the cell is pruned: ``children`` is None.  Else ``value`` is
+        |A − B|∞ at ``point`` of the cell, exactly (on a --max-diff leaf: the maximum over the
+        cell's closure, at an LP vertex; on a --tolerance leaf: at a point exceeding ε when there is
+        one), and ``children`` the non-empty cells ``(cons, decided, box)`` of a split, ``[]`` on a leaf."""
+        upper = self.bound.upper(box, decided)
+        if threshold is not None and upper <= threshold:
+            return None, None, upper, None
         cell, decided = Cell(self.d, cons), dict(decided)
 
         def decide(kind, content):
@@ -323,10 +332,9 @@ class Search:
             for n, part in enumerate(_parts(s)):
                 child = Cell(self.d, cons + [part])
                 if child.interior() is not None:
-                    sub = dict(decided) | ({s.sides[0]: s.sides[1 + n]} if s.sides else {})
-                    inside = narrowed(box, *part)
-                    children.append((self.bound.upper(inside, sub), (child.cons, sub, inside)))
-            return value, point, children
+                    sides = {s.sides[0]: s.sides[1 + n]} if s.sides else {}
+                    children.append((child.cons, decided | sides, narrowed(box, *part)))
+            return value, point, upper, children
         for D in diff:
             for h in (D, combine([(-1, D)])) if D else ():
                 top, x = cell.extreme(h)
@@ -334,8 +342,8 @@ class Search:
                     value, point = top, x
                 elif not self.max_diff and top > self.tolerance:
                     point = self._exceeding(cell, h, self.tolerance)
-                    return self._gap(point), point, []
-        return value, point, []
+                    return self._gap(point), point, upper, []
+        return value, point, upper, []
 
     def _gap(self, x: list) -> Fraction:
         """|A(x) − B(x)|∞, exactly (``exactform.models``)."""
