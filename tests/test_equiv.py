@@ -389,6 +389,17 @@ def test_the_pruned_max_diff_is_the_unpruned_one(index):
         assert pruned.maximum == F(1, 2) and abs(pruned.point[0]) == F(1, 2)
 
 
+def test_the_pruned_tolerance_search_agrees_with_the_unpruned_one():
+    for a, b in small_pairs():
+        top = compare(a.to_json(), b.to_json(), box_of(a), max_diff=True).maximum
+        for eps in (top, top * F(999, 1000)):
+            pruned = compare(a.to_json(), b.to_json(), box_of(a), eps, prune=True)
+            unpruned = compare(a.to_json(), b.to_json(), box_of(a), eps)
+            assert pruned.equal == unpruned.equal == (eps == top) and pruned.tree is None
+            if not pruned.equal:
+                assert max(abs(p - q) for p, q in zip(pruned.a, pruned.b)) > eps
+
+
 def test_the_pruned_max_diff_of_acas_xu_against_float16():
     from exactform.benchmarks.equiv_bench import ACAS, float16
     from exactform.importers import import_network
