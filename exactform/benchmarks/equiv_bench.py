@@ -108,10 +108,10 @@ def run() -> None:
         diff = lambda side, workers: ["equiv", path("acas.json"), path("acas16.json"), "--max-diff", "--json",  # noqa: E731
                                       "--domain", f"{format_rational(-parse_rational(side) / 2)}:"
                                       f"{format_rational(parse_rational(side) / 2)}", "--workers", str(workers)]
-        walls = [capped(diff("1/128", n), wall) for n in (1, 2)]
+        walls = [capped(diff("3/256", n), wall) for n in (1, 2)]
         if None not in walls:
             assert json.loads(walls[0][1])["max_diff"] == json.loads(walls[1][1])["max_diff"]
-            rows.append(["--max-diff side 1/128, wall s: --workers 1, 2", f"{walls[0][0]:.2f}, {walls[1][0]:.2f}",
+            rows.append(["--max-diff side 3/256, wall s: --workers 1, 2", f"{walls[0][0]:.2f}, {walls[1][0]:.2f}",
                          f"speed-up {walls[0][0] / walls[1][0]:.2f}× on 2 cores"])
         for side in ("1/1024", "1/256", "1/128", "1/64", "1/32"):
             result = capped(diff(side, 1))

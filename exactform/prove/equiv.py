@@ -300,8 +300,9 @@ class Search:
         workers = getattr(executor, "workers", 1)
         if workers <= 1 or len(batch) < BATCH:            # a small frontier is not worth a round trip
             return [self.expand(*task) for task in batch]
-        context = pickle.dumps(self.context)
-        groups = executor.map(functools.partial(_expand_group, context), [batch[i::workers] for i in range(workers)])
+        if not isinstance(self.context, bytes):          # pickled once: the workers key their Search by it
+            self.context = pickle.dumps(self.context)
+        groups = executor.map(functools.partial(_expand_group, self.context), [batch[i::workers] for i in range(workers)])
         results = [None] * len(batch)
         for i, group in enumerate(groups):
             results[i::workers] = group
