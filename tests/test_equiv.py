@@ -365,7 +365,7 @@ def kinked_pair() -> tuple:
 def small_pairs() -> list:
     """2→8→8→1 ReLU nets against quantised copies, and the kinked pair."""
     pairs = []
-    for seed in range(4):
+    for seed in (0, 2, 3):                  # (seed 1 makes 526 leaves: slow for a unit test)
         net = relu_net(random.Random(seed), [2, 8, 8], outputs=1)
         pairs.append((net, quantised(net, F(1, 2 + seed))))
     return pairs + [kinked_pair()]
@@ -380,12 +380,12 @@ def assert_pruned_matches_unpruned(a, b, box):
     return pruned, unpruned
 
 
-@pytest.mark.parametrize("index", range(5))
+@pytest.mark.parametrize("index", range(4))
 def test_the_pruned_max_diff_is_the_unpruned_one(index):
     a, b = small_pairs()[index]
     pruned, unpruned = assert_pruned_matches_unpruned(a, b, box_of(a))
     assert pruned.maximum > 0 and pruned.leaves <= unpruned.leaves
-    if index == 4:
+    if index == 3:
         assert pruned.maximum == F(1, 2) and abs(pruned.point[0]) == F(1, 2)
 
 

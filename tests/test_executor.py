@@ -151,6 +151,7 @@ def test_equiv_search_identical_serial_processes_dask(cluster, monkeypatch):
     """The pruned --max-diff and --tolerance searches give the serial answer, counters included, on
     2 local processes and on Dask (rounds of 2 cells, so that every round is distributed)."""
     from test_equiv import box_of, small_pairs
+
     from exactform.prove import equiv
     monkeypatch.setattr(equiv, "BATCH", 2)
     a, b = small_pairs()[1]

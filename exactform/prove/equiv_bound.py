@@ -18,7 +18,10 @@ only; every relaxation number rounded outward to a short dyadic) contains the no
   the same number of pieces) is ``(A's value + η) / s`` with ``η ∈ [min_i lo(Q_i − P_i),
   max_i hi(Q_i − P_i)]``, since ``max Q − max P`` lies between ``min_i (Q_i − P_i)`` and
   ``max_i (Q_i − P_i)`` for any bijection of the pieces.  A's noise symbols then cancel in A − B,
-  which is what makes the bound small for a quantised or perturbed copy (ReluDiff's idea).
+  which is what makes the bound small for a quantised or perturbed copy (ReluDiff's idea).  A node
+  of A that is not fixed, whose partner is, is written the other way, ``(B's value − η) / s``;
+- a form with noise keeps ``BITS``-bit coefficients; the remainder (rounding, negligible terms)
+  becomes one symbol of that node, of exact range, so the digits do not grow from layer to layer.
 
 Soundness does not depend on the pairing being "right": any pairing gives a valid bound, a good one
 gives a tight bound.
