@@ -337,3 +337,114 @@ def test_argmaximize_returns_a_point_attaining_the_optimum():
     value, x, y = solve(c, A, b)                # duality: y ≥ 0, yᵀA = c, y·b = the optimum
     assert all(v >= 0 for v in y) and [sum(y[i] * A[i][j] for i in range(4)) for j in range(2)] == c
     assert sum(yi * bi for yi, bi in zip(y, b)) == value
+
+
+# --- the pruned search: the same exact maximum as the unpruned one --------------------------------
+
+def quantised(net: MaxoutNet, step: Fraction) -> MaxoutNet:
+    """Every weight and bias rounded to the nearest multiple of ``step`` (a perturbed copy)."""
+    r = lambda v: [r(x) for x in v] if isinstance(v, list) else round(v / step) * step  # noqa: E731
+    return MaxoutNet(net.domain, [MaxoutLayer(r(l.weight), r(l.bias)) for l in net.layers],
+                     r(net.readout_weight), r(net.readout_bias))
+
+
+def relu_layer(rows: list) -> MaxoutLayer:
+    """ReLU units ``max(w·h + b, 0)`` from rows ``(w, b)``."""
+    return MaxoutLayer([[list(w), [F(0)] * len(w)] for w, _ in rows], [[b, F(0)] for _, b in rows])
+
+
+def kinked_pair() -> tuple:
+    """A(x) = |x0|, B(x) = max(0, 2|x0| − 1): |A − B| peaks at 1/2 at x0 = ±1/2, on B's kinks, and
+    the two peaks tie."""
+    box = Box((F(-1), F(-1)), (F(1), F(1)))
+    a = MaxoutNet(box, [relu_layer([((F(1), F(0)), F(0)), ((F(-1), F(0)), F(0))])], [[F(1), F(1)]], [F(0)])
+    b = MaxoutNet(box, [relu_layer([((F(2), F(0)), F(-1)), ((F(-2), F(0)), F(-1))])], [[F(1), F(1)]], [F(0)])
+    return a, b
+
+
+def small_pairs() -> list:
+    """2→8→8→1 ReLU nets against quantised copies, and the kinked pair."""
+    pairs = []
+    for seed in (0, 2, 3):                  # (seed 1 makes 526 leaves: slow for a unit test)
+        net = relu_net(random.Random(seed), [2, 8, 8], outputs=1)
+        pairs.append((net, quantised(net, F(1, 2 + seed))))
+    return pairs + [kinked_pair()]
+
+
+def assert_pruned_matches_unpruned(a, b, box):
+    pruned = compare(a.to_json(), b.to_json(), box, max_diff=True)
+    unpruned = compare(a.to_json(), b.to_json(), box, max_diff=True, prune=False)
+    assert pruned.maximum == unpruned.maximum, (pruned.maximum, unpruned.maximum)
+    gap = max(abs(p - q) for p, q in zip(a(pruned.point), b(pruned.point)))
+    assert gap == pruned.maximum and all(lo <= x <= hi for x, (lo, hi) in zip(pruned.point, box))
+    return pruned, unpruned
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_the_pruned_max_diff_is_the_unpruned_one(index):
+    a, b = small_pairs()[index]
+    pruned, unpruned = assert_pruned_matches_unpruned(a, b, box_of(a))
+    assert pruned.maximum > 0 and pruned.leaves <= unpruned.leaves
+    if index == 3:
+        assert pruned.maximum == F(1, 2) and abs(pruned.point[0]) == F(1, 2)
+
+
+def test_the_pruned_tolerance_search_agrees_with_the_unpruned_one():
+    for a, b in small_pairs():
+        top = compare(a.to_json(), b.to_json(), box_of(a), max_diff=True).maximum
+        for eps in (top, top * F(999, 1000)):
+            pruned = compare(a.to_json(), b.to_json(), box_of(a), eps, prune=True)
+            unpruned = compare(a.to_json(), b.to_json(), box_of(a), eps)
+            assert pruned.equal == unpruned.equal == (eps == top) and pruned.tree is None
+            if not pruned.equal:
+                assert max(abs(p - q) for p, q in zip(pruned.a, pruned.b)) > eps
+
+
+def test_the_pruned_max_diff_of_acas_xu_against_float16():
+    from exactform.benchmarks.equiv_bench import ACAS, float16
+    from exactform.importers import import_network
+    acas = import_network(str(ACAS), [(F(-1), F(1))])
+    rounded = float16(acas)
+    for side in (F(1, 1024), F(1, 256)):
+        pruned, _ = assert_pruned_matches_unpruned(acas, rounded, [(-side / 2, side / 2)] * 5)
+    assert pruned.pruned > 0
+
+
+def test_every_cell_bound_covers_the_cell(monkeypatch):
+    """Soundness of the bound itself: on every cell the pruned search creates, |A − B| at sampled
+    points of the cell never exceeds the cell's bound."""
+    from exactform.prove import equiv as search
+    seen = []
+    expand = search.Search.expand
+
+    def recording(self, cons, decided, box, threshold):
+        result = expand(self, cons, decided, box, threshold)
+        seen.append((result[2], cons, self.models))
+        return result
+    monkeypatch.setattr(search.Search, "expand", recording)
+    for a, b in small_pairs():
+        compare(a.to_json(), b.to_json(), box_of(a), max_diff=True)
+    rng, checked = random.Random(0), 0
+    for upper, cons, (ma, mb) in seen:
+        for x in random_points(rng, ma.domain, 40):
+            if search.Cell(len(x), cons).contains(x):
+                checked += 1
+                assert max(abs(p - q) for p, q in zip(ma(x), mb(x))) <= upper
+    assert checked > 100
+
+
+def test_a_too_small_bound_is_caught(monkeypatch):
+    """The two tests above fail when the bound is wrong: with the true bound scaled by 1/2, the pruned
+    search misses the maximum of some pair and some cell holds a point above its bound."""
+    from exactform.prove import equiv_bound
+    upper = equiv_bound.DiffBound.upper
+    monkeypatch.setattr(equiv_bound.DiffBound, "upper", lambda self, box, decided: upper(self, box, decided) / 2)
+    missed = 0
+    for a, b in small_pairs():
+        try:
+            assert_pruned_matches_unpruned(a, b, box_of(a))
+        except AssertionError:
+            missed += 1
+    assert missed > 0
+    with pytest.raises(AssertionError):
+        test_every_cell_bound_covers_the_cell(monkeypatch)

@@ -145,3 +145,21 @@ def test_always_killed_worker_fails_cleanly(zoo, tmp_path, cluster, monkeypatch,
         inner.close()
     with pytest.raises(ExecutorError):
         LocalProcesses(2, retries=0).map(partial(die_always, abs), [1, 2])
+
+
+def test_equiv_search_identical_serial_processes_dask(cluster, monkeypatch):
+    """The pruned --max-diff and --tolerance searches give the serial answer, counters included, on
+    2 local processes and on Dask (rounds of 2 cells, so that every round is distributed)."""
+    from test_equiv import box_of, small_pairs
+
+    from exactform.prove import equiv
+    monkeypatch.setattr(equiv, "BATCH", 2)
+    a, b = small_pairs()[1]
+    runs = {}
+    for name, ex in (("serial", Serial()), ("procs", LocalProcesses(2)), ("dask", Dask(cluster))):
+        with ex:
+            top = equiv.compare(a.to_json(), b.to_json(), box_of(a), max_diff=True, executor=ex)
+            within = equiv.compare(a.to_json(), b.to_json(), box_of(a), top.maximum / 2, prune=True, executor=ex)
+        runs[name] = [(o.maximum, o.point, o.equal, o.leaves, o.splits, o.pruned) for o in (top, within)]
+    assert runs["serial"][0][4] >= 3 and not runs["serial"][1][2]       # several rounds; a point above max/2
+    assert runs["procs"] == runs["serial"] == runs["dask"]

@@ -3,7 +3,8 @@
 Targets (issue 14): ACAS Xu 1_1 against its exactform Transformer at most 2× ``certify``'s time;
 two 2→16→16→1 ReLU nets equal up to rewrites under 5 s; ACAS Xu against itself with units permuted,
 rescaled and split under 10 s; ``--max-diff`` of ACAS Xu 1_1 against its weights rounded to
-float16 on boxes around 0 (side 1/32 asked; smaller sides reported, each capped at ``CAP`` seconds).
+float16 on boxes around 0 (side 1/32 asked; smaller sides reported, each capped at ``CAP`` seconds,
+``python benchmarks/equiv_bench.py [CAP]``), with the cells the bound-and-prune search pruned.
 """
 import contextlib
 import io
@@ -22,11 +23,12 @@ from exactform.cli import main
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.formats import write_json
 from exactform.importers import import_network
+from exactform.models import MaxoutLayer, MaxoutNet
 from exactform.numbers import format_rational, parse_rational
 from exactform.proofs.nets import permuted, relu_net, rescaled_and_split
 
 ACAS = Path(__file__).resolve().parent / "data" / "ACASXU_run2a_1_1_batch_2000.onnx"
-CAP = 90
+CAP = 900
 
 
 def timed(argv: list[str], expect: int = 0) -> tuple[float, str]:
@@ -39,26 +41,33 @@ def timed(argv: list[str], expect: int = 0) -> tuple[float, str]:
     return time.process_time() - start, out.getvalue()
 
 
-def float16(doc: dict) -> dict:
-    """Every weight of a Maxout JSON rounded to the nearest IEEE half (an exact dyadic rational)."""
-    def rounded(v):
-        if isinstance(v, list):
-            return [rounded(x) for x in v]
-        return format_rational(Fraction(struct.unpack("e", struct.pack("e", float(parse_rational(v))))[0]))
-    out = json.loads(json.dumps(doc))
-    for part in out["layers"] + [out["readout"]]:
-        part["weight"], part["bias"] = rounded(part["weight"]), rounded(part["bias"])
-    return out
+def wall(argv: list[str]) -> tuple[float, str]:
+    """Wall seconds of one in-process CLI run (for ``--workers``: the workers' CPU is not ours)."""
+    start = time.perf_counter()
+    _, printed = timed(argv)
+    return time.perf_counter() - start, printed
 
 
-def _max_diff(args, queue):
-    queue.put(timed(args))
+def half(q: Fraction) -> Fraction:
+    """The nearest IEEE half to q, as the exact dyadic rational it stands for."""
+    return Fraction(struct.unpack("e", struct.pack("e", float(q)))[0])
 
 
-def capped(args: list[str]) -> tuple[float, str] | None:
-    """``timed`` in a child process stopped after CAP seconds (None)."""
+def float16(net: MaxoutNet) -> MaxoutNet:
+    """The net with every weight and bias rounded to the nearest IEEE half."""
+    rounded = lambda v: [rounded(x) for x in v] if isinstance(v, list) else half(v)  # noqa: E731
+    return MaxoutNet(net.domain, [MaxoutLayer(rounded(l.weight), rounded(l.bias)) for l in net.layers],
+                     rounded(net.readout_weight), rounded(net.readout_bias))
+
+
+def _max_diff(args, queue, clock):
+    queue.put(clock(args))
+
+
+def capped(args: list[str], clock=timed) -> tuple[float, str] | None:
+    """``clock`` (``timed`` or ``wall``) in a child process stopped after CAP seconds (None)."""
     queue = multiprocessing.Queue()
-    child = multiprocessing.Process(target=_max_diff, args=(args, queue))
+    child = multiprocessing.Process(target=_max_diff, args=(args, queue, clock))
     child.start()
     child.join(CAP)
     if child.is_alive():
@@ -95,12 +104,17 @@ def run() -> None:
         rows.append(["ACAS Xu 1_1 vs permuted, rescaled, split", f"{seconds:.2f}", "target < 10 s"])
         misses += [] if seconds < 10 else ["ACAS rewrites"]
 
-        write_json(path("acas16.json"), float16(acas.to_json()))
-        for side in ("1/1024", "1/256", "1/128", "1/32"):
-            half = parse_rational(side) / 2
-            domain = f"{format_rational(-half)}:{format_rational(half)}"
-            result = capped(["equiv", path("acas.json"), path("acas16.json"), "--max-diff", "--json",
-                             "--domain", domain])
+        write_json(path("acas16.json"), float16(acas).to_json())
+        diff = lambda side, workers: ["equiv", path("acas.json"), path("acas16.json"), "--max-diff", "--json",  # noqa: E731
+                                      "--domain", f"{format_rational(-parse_rational(side) / 2)}:"
+                                      f"{format_rational(parse_rational(side) / 2)}", "--workers", str(workers)]
+        walls = [capped(diff("3/256", n), wall) for n in (1, 2)]
+        if None not in walls:
+            assert json.loads(walls[0][1])["max_diff"] == json.loads(walls[1][1])["max_diff"]
+            rows.append(["--max-diff side 3/256, wall s: --workers 1, 2", f"{walls[0][0]:.2f}, {walls[1][0]:.2f}",
+                         f"speed-up {walls[0][0] / walls[1][0]:.2f}× on 2 cores"])
+        for side in ("1/1024", "1/256", "1/128", "1/64", "1/32"):
+            result = capped(diff(side, 1))
             if result is None:
                 rows.append([f"--max-diff ACAS vs float16, box side {side}", f"> {CAP}", "not finished"])
                 continue
@@ -109,7 +123,7 @@ def run() -> None:
             value = parse_rational(doc["max_diff"])
             rows.append([f"--max-diff ACAS vs float16, box side {side}", f"{seconds:.2f}",
                          f"max = {float(value):.3e} (exact: {len(doc['max_diff'])} characters), "
-                         f"{doc['leaves']} leaves, {doc['splits']} splits"])
+                         f"{doc['leaves']} leaves, {doc['splits']} splits, {doc['pruned']} cells pruned"])
     print(table(["comparison", "cpu s", "note"], rows))
     if misses:
         print(f"\nmissed: {', '.join(misses)}")
@@ -117,4 +131,5 @@ def run() -> None:
 
 
 if __name__ == "__main__":
+    CAP = int(sys.argv[1]) if len(sys.argv) > 1 else CAP
     run()

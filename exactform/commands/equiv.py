@@ -1,12 +1,18 @@
-"""``exactform equiv A B [--domain L:U,...] [--json] [--cert C.json] [--max-diff] [--tolerance E]``:
-exact equivalence of two models on a box (claim E1), with a certificate or a verified exact
-counterexample.  Exit 0: equal (within ε); 1: a point where they differ (by more than ε); 2: bad
-input or a model outside the method."""
+"""``exactform equiv A B [--domain L:U,...] [--json] [--cert C.json] [--max-diff] [--tolerance E]
+[--workers N] [--scheduler ADDR]``: exact equivalence of two models on a box (claim E1), with a
+certificate or a verified exact counterexample.  Exit 0: equal (within ε); 1: a point where they
+differ (by more than ε), or work lost by the executor; 2: bad input or a model outside the method.
+
+Without ``--cert`` the search is best-first and prunes every cell whose exact upper bound of
+|A − B|∞ cannot exceed ε (or, for ``--max-diff``, the largest value found); a certificate needs a
+witness on every leaf, so with ``--cert`` the claim is proved by the unpruned search."""
 from __future__ import annotations
 
 import json
 import time
 from pathlib import Path
+
+from ..executor import ExecutorError, add_executor_arguments, lost_work, make_executor
 
 
 def add_parser(sub):
@@ -20,6 +26,7 @@ def add_parser(sub):
     p.add_argument("--max-diff", action="store_true", help="the exact max over the box of |A(x) − B(x)|∞ "
                    "and a point attaining it")
     p.add_argument("--tolerance", metavar="E", help="accept |A(x) − B(x)|∞ ≤ E (a rational such as 1/1000)")
+    add_executor_arguments(p)
     return p
 
 
@@ -65,16 +72,21 @@ def run(args) -> int:
     box = list(zip(domain.lower, domain.upper))
     a, b = ma.to_json(), mb.to_json()
     try:
-        outcome = compare(a, b, box, tolerance, args.max_diff)
+        with make_executor(args.workers, args.scheduler) as executor:
+            outcome = compare(a, b, box, tolerance, args.max_diff, prune=args.max_diff or not args.cert,
+                              executor=executor)
     except Unsupported as e:
         raise InputError(args.a if str(e).startswith("A") else args.b, "", str(e)[3:]) from None
+    except ExecutorError as e:
+        return lost_work("equiv", e)
     seconds = time.perf_counter() - start
     if args.max_diff:
         holds = tolerance is None or outcome.maximum <= tolerance
         claim_tolerance = outcome.maximum if tolerance is None else tolerance
     else:
         holds, claim_tolerance = outcome.equal, tolerance
-    stats = f"{outcome.leaves} leaves, {outcome.splits} splits, {outcome.nodes} nodes, {seconds:.2f} s"
+    stats = (f"{outcome.leaves} leaves, {outcome.splits} splits, {outcome.pruned} cells pruned, "
+             f"{outcome.nodes} nodes, {seconds:.2f} s")
     written = None
     if holds and args.cert:
         tree = outcome.tree if not args.max_diff else compare(a, b, box, claim_tolerance).tree
@@ -83,7 +95,7 @@ def run(args) -> int:
     text = lambda v: [format_rational(x) for x in v]  # noqa: E731
     if args.json:
         doc = {"equal": outcome.equal if not args.max_diff else outcome.maximum == 0, "leaves": outcome.leaves,
-               "splits": outcome.splits, "seconds": round(seconds, 3)}
+               "splits": outcome.splits, "pruned": outcome.pruned, "seconds": round(seconds, 3)}
         if args.max_diff:
             doc["max_diff"] = format_rational(outcome.maximum)
         if tolerance is not None:

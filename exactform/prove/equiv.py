@@ -12,23 +12,29 @@ with ``exactform.models`` before it is reported.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
+import heapq
+import pickle
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 import flint
 
-from ..check_equiv import ONE, Forms, Unsupported, box_constraints, combine, evaluate, implied, outputs, read_model
+from ..check_equiv import ONE, Unsupported, box_constraints, combine, evaluate, implied, outputs, read_model
 from ..numbers import format_rational
 from ..geometry.lp import argmaximize, solve
+from .equiv_bound import DiffBound, Recording, pairing
 
 Q = flint.fmpq
 
 
 class Split(Exception):
-    """The cell does not fix a node: split it by ``g`` (``kind`` "closed" or "strict")."""
+    """The cell does not fix a node: split it by ``g`` (``kind`` "closed" or "strict").  ``sides``:
+    for a max node of two pieces, the decision ``(node, winner)`` that holds on each closed half."""
 
-    def __init__(self, g: dict, kind: str):
-        self.g, self.kind = g, kind
+    def __init__(self, g: dict, kind: str, sides: list | None = None):
+        self.g, self.kind, self.sides = g, kind, sides
 
 
 @dataclass
@@ -42,6 +48,7 @@ class Outcome:
     tree: dict | None = None
     leaves: int = 0
     splits: int = 0
+    pruned: int = 0
     nodes: int = 0
     notes: list = field(default_factory=list)
 
@@ -176,6 +183,39 @@ class Cell:
         return all(v > 0 if kind == "gt" else v == 0 if kind == "eq" else v >= 0 for v, kind in values)
 
 
+def narrowed(box: list, g: dict, kind: str) -> list:
+    """A box containing ``box ∩ {g ≥ 0}`` (``g = 0`` for "eq"; strict constraints closed): each
+    coordinate bounded by g and the other coordinates' intervals (the exact bounding box of a box
+    cut by one half-space)."""
+    box = list(box)
+    for h in (g, {k: -a for k, a in g.items()}) if kind == "eq" else (g,):
+        rest = h.get(ONE, Fraction(0)) + sum(a * (box[k][1] if a > 0 else box[k][0]) for k, a in h.items() if k != ONE)
+        for i, a in h.items():                 # a·x_i ≥ −(rest − a·(x_i's best end))
+            if i != ONE:
+                lo, hi = box[i]
+                limit = -(rest - a * (hi if a > 0 else lo)) / a
+                box[i] = (max(lo, limit), hi) if a > 0 else (lo, min(hi, limit))
+    return box
+
+
+def _parts(s: Split) -> list:
+    """The constraints of the children of a split: g ≥ 0, g ≤ 0 (closed) or g > 0, g = 0, g < 0."""
+    neg = {k: -a for k, a in s.g.items()}
+    return [(s.g, "ge"), (neg, "ge")] if s.kind == "closed" else [(s.g, "gt"), (s.g, "eq"), (neg, "gt")]
+
+
+_SEARCHES: dict = {}
+
+
+def _expand_group(context: bytes, batch: list) -> list:
+    """A worker's share of a round: ``Search.expand`` of each cell (the Search built once per process)."""
+    digest = hashlib.sha256(context).digest()
+    if digest not in _SEARCHES:
+        _SEARCHES.clear()
+        _SEARCHES[digest] = Search(*pickle.loads(context))
+    return [_SEARCHES[digest].expand(*task) for task in batch]
+
+
 def _value(g: dict, x: list) -> Fraction:
     return sum((a * x[k] for k, a in g.items() if k != ONE), g.get(ONE, Fraction(0)))
 
@@ -188,19 +228,28 @@ def _witness_text(w: dict, m: int) -> dict:
     return {"length": m, "index": sorted(w), "value": [format_rational(w[i]) for i in sorted(w)]}
 
 
+BATCH = 16          # cells expanded per round of the pruned search, whatever the number of workers
+
+
 class Search:
-    """Depth-first search of the split tree for one comparison."""
+    """The split tree of one comparison: depth-first with a certificate (``run``), or best-first by
+    an upper bound of |A − B|∞ per cell, pruning cells that cannot matter (``run_pruned``)."""
 
     def __init__(self, a_json: dict, b_json: dict, box: list, tolerance: Fraction | None, max_diff: bool):
-        self.F = Forms(box)
+        self.context = (a_json, b_json, box, tolerance, max_diff)
+        self.models = [_exact(doc) for doc in (a_json, b_json)]
+        self.box = box
+        self.F = Recording(box)
         self.d = len(box)
-        forms = []
+        forms, marks = [], []
         for name, doc in (("A", a_json), ("B", b_json)):
             try:
                 forms.append(outputs(self.F, read_model(doc, name)))
             except Unsupported as e:
                 raise Unsupported(f"{name}: {e}") from None
+            marks.append((len(self.F.calls), len(self.F.bounds)))
         self.diff = [combine([(1, p), (-1, q)]) for p, q in zip(*forms)]
+        self.bound = DiffBound(self.F, self.diff, pairing(self.F, *marks[0]))
         self.tolerance, self.max_diff = tolerance or Fraction(0), max_diff
         self.outcome = Outcome(True, nodes=len(self.F.nodes))
         self.cons = box_constraints(box)
@@ -208,6 +257,98 @@ class Search:
     def run(self) -> Outcome:
         self.outcome.tree = self._solve(Cell(self.d, self.cons), {})
         return self.outcome
+
+    def run_pruned(self, executor=None) -> Outcome:
+        """Best-first search, without a certificate tree.  A cell waits in a heap under its parent's
+        upper bound of |A − B|∞ (valid on it: it is a subset); the ``BATCH`` cells of largest bound
+        are taken each round, and each first computes its own bound.  A cell whose bound does not
+        exceed the threshold — ε, or for --max-diff the largest exact |A − B|∞ found so far — is
+        pruned (the cells after one pruned by its parent's bound with it: the heap is ordered).  The
+        answer is therefore that of the unpruned search: every leaf not pruned is solved exactly,
+        and a pruned cell's supremum is at most the threshold."""
+        out = self.outcome
+        heap, count, best, point = [(-self.bound.upper(self.box, {}), 0, (self.cons, {}, self.box))], 1, None, None
+        while heap:
+            threshold = best if self.max_diff else self.tolerance
+            batch = []
+            while heap and len(batch) < BATCH:
+                top, _, cell = heapq.heappop(heap)
+                if threshold is not None and -top <= threshold:
+                    out.pruned += 1 + len(heap)
+                    heap = []
+                else:
+                    batch.append((*cell, threshold))
+            for value, x, upper, children in self._expand(batch, executor):
+                if children is None:
+                    out.pruned += 1
+                    continue
+                if best is None or value > best:
+                    best, point = value, x
+                out.splits += bool(children)
+                out.leaves += not children
+                for child in children:
+                    heapq.heappush(heap, (-upper, count, child))
+                    count += 1
+            if not self.max_diff and best is not None and best > self.tolerance:
+                out.equal, out.point = False, point
+                return out
+        if self.max_diff:
+            out.maximum, out.point = best, point
+        return out
+
+    def _expand(self, batch: list, executor) -> list:
+        workers = getattr(executor, "workers", 1)
+        if workers <= 1 or len(batch) < BATCH:            # a small frontier is not worth a round trip
+            return [self.expand(*task) for task in batch]
+        if not isinstance(self.context, bytes):          # pickled once: the workers key their Search by it
+            self.context = pickle.dumps(self.context)
+        groups = executor.map(functools.partial(_expand_group, self.context), [batch[i::workers] for i in range(workers)])
+        results = [None] * len(batch)
+        for i, group in enumerate(groups):
+            results[i::workers] = group
+        return results
+
+    def expand(self, cons: list, decided: dict, box: list, threshold: Fraction | None) -> tuple:
+        """One cell of the pruned search (constraints ``cons``, inside ``box``, where ``decided``
+        holds): ``(value, point, upper, children)``.  ``upper`` bounds |A − B|∞ on the cell; when it
+        does not exceed ``threshold`` the cell is pruned: ``children`` is None.  Else ``value`` is
+        |A − B|∞ at ``point`` of the cell, exactly (on a --max-diff leaf: the maximum over the
+        cell's closure, at an LP vertex; on a --tolerance leaf: at a point exceeding ε when there is
+        one), and ``children`` the non-empty cells ``(cons, decided, box)`` of a split, ``[]`` on a leaf."""
+        upper = self.bound.upper(box, decided)
+        if threshold is not None and upper <= threshold:
+            return None, None, upper, None
+        cell, decided = Cell(self.d, cons), dict(decided)
+
+        def decide(kind, content):
+            if (kind, content) not in decided:
+                decided[kind, content] = self._decide(cell, kind, content)[0]
+            return decided[kind, content]
+        point = cell.point
+        value = self._gap(point)
+        try:
+            diff = [evaluate(self.F, f, {}, decide) for f in self.diff]
+        except Split as s:
+            children = []
+            for n, part in enumerate(_parts(s)):
+                child = Cell(self.d, cons + [part])
+                if child.interior() is not None:
+                    sides = {s.sides[0]: s.sides[1 + n]} if s.sides else {}
+                    children.append((child.cons, decided | sides, narrowed(box, *part)))
+            return value, point, upper, children
+        for D in diff:
+            for h in (D, combine([(-1, D)])) if D else ():
+                top, x = cell.extreme(h)
+                if self.max_diff and top > value:
+                    value, point = top, x
+                elif not self.max_diff and top > self.tolerance:
+                    point = self._exceeding(cell, h, self.tolerance)
+                    return self._gap(point), point, upper, []
+        return value, point, upper, []
+
+    def _gap(self, x: list) -> Fraction:
+        """|A(x) − B(x)|∞, exactly (``exactform.models``)."""
+        return max(abs(p - q) for p, q in zip(*(m(x) for m in self.models)))
 
     def _decide(self, cell: Cell, kind: str, content: tuple) -> tuple:
         """The decision fixing a node on the cell and its certificate entry, or ``Split``."""
@@ -227,7 +368,7 @@ class Search:
                     if cell.witness(combine([(-1, g)])) is not None:
                         best, witnesses = i, {}
                         break
-                    raise Split(g, "closed")
+                    raise Split(g, "closed", [("max", content), content[best], content[i]] if len(forms) == 2 else None)
                 else:
                     entry = {"max": [_text(f, self.d) for f in forms], "top": [best],
                              "witness": [_witness_text(witnesses.get(i, {}), len(cell.cons)) for i in range(len(forms))]}
@@ -268,10 +409,8 @@ class Search:
             diff = [evaluate(self.F, f, {}, decide) for f in self.diff]
         except Split as s:
             self.outcome.splits += 1
-            neg = {k: -a for k, a in s.g.items()}
-            parts = [(s.g, "ge"), (neg, "ge")] if s.kind == "closed" else [(s.g, "gt"), (s.g, "eq"), (neg, "gt")]
             children = []
-            for part in parts:
+            for part in _parts(s):
                 child = Cell(self.d, cell.cons + [part])
                 if child.interior() is None:
                     children.append({"empty": _witness_text(child.witness({}, strict=True), len(child.cons))})
@@ -318,10 +457,13 @@ class Search:
 
 
 def compare(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None = None,
-            max_diff: bool = False) -> Outcome:
+            max_diff: bool = False, prune: bool | None = None, executor=None) -> Outcome:
     """Decide ``A = B`` (``|A − B|∞ ≤ tolerance``) on the box, or find ``max |A − B|∞`` (``max_diff``).
-    Every reported point is re-evaluated exactly with ``exactform.models`` (``a``, ``b``)."""
-    outcome = Search(a_json, b_json, box, tolerance, max_diff).run()
+    ``prune`` (default: with ``max_diff``): the best-first search, which prunes cells by an exact
+    upper bound of |A − B|∞ and returns no certificate tree; ``executor`` (``exactform.executor``)
+    expands its cells.  Every reported point is re-evaluated exactly with ``exactform.models``."""
+    search = Search(a_json, b_json, box, tolerance, max_diff)
+    outcome = search.run_pruned(executor) if (max_diff if prune is None else prune) else search.run()
     if max_diff and outcome.point is None:
         outcome.point = [lo for lo, _ in box]
     if outcome.point is not None:

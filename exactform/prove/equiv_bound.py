@@ -1,0 +1,214 @@
+"""A sound upper bound of ``|A(x) − B(x)|∞`` over a cell, by exact differential affine relaxation.
+
+Claim: ``DiffBound.upper(box, decided)`` ≥ ``|A(x) − B(x)|∞`` for every x of a cell contained in
+``box`` (a list of exact intervals, one per input) on which every decision in ``decided`` holds
+(the decisions of ``prove.equiv``: a max node's winning piece, a hardmax node's top scores).
+
+Every node is evaluated to an affine form over x and *noise symbols*, each ranging over a known
+exact interval, so that the form's range over the box (exact interval arithmetic, ``Fraction``
+only; every relaxation number rounded outward to a short dyadic) contains the node's value:
+
+- a node fixed by ``decided`` or by interval dominance over the box is its winning piece (exact);
+- ``max(p, q)`` otherwise is ``q + λ·t + ε`` with ``t = p − q ∈ [l, u]``, ``λ ≈ u / (u − l)`` in
+  [0, 1] and ``ε ∈ [0, max(−λl, (1 − λ)u)]`` (the triangle relaxation: ``relu(t) − λt`` is ≥ 0 and
+  convex, so its maximum on [l, u] is at an end); more pieces: ``p_j + ε``, ``ε ∈ [0, U]`` with ``U``
+  an upper bound of ``max_i p_i − p_j``;
+- a hardmax node otherwise is the hull of its value rows;
+- a node of B *paired* with one of A (the same position in the two models' node construction,
+  the same number of pieces) is ``(A's value + η) / s`` with ``η ∈ [min_i lo(Q_i − P_i),
+  max_i hi(Q_i − P_i)]``, since ``max Q − max P`` lies between ``min_i (Q_i − P_i)`` and
+  ``max_i (Q_i − P_i)`` for any bijection of the pieces.  A's noise symbols then cancel in A − B,
+  which is what makes the bound small for a quantised or perturbed copy (ReluDiff's idea).  A node
+  of A that is not fixed, whose partner is, is written the other way, ``(B's value − η) / s``;
+- a form with noise keeps ``BITS``-bit coefficients; the remainder (rounding, negligible terms)
+  becomes one symbol of that node, of exact range, so the digits do not grow from layer to layer.
+
+Soundness does not depend on the pairing being "right": any pairing gives a valid bound, a good one
+gives a tight bound.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..check_equiv import ONE, Forms, combine, interval, key
+
+BITS = 24                   # significant bits kept by ``outward``: relaxation numbers stay short
+
+
+def outward(q: Fraction, up: bool) -> Fraction:
+    """A dyadic rational of at most ``BITS`` significant bits, ≥ q (``up``) or ≤ q: widening an
+    interval endpoint keeps the bound sound and stops the digits of λ, μ, η growing layer by layer."""
+    if not q:
+        return q
+    shift = BITS - q.numerator.bit_length() + q.denominator.bit_length()
+    scaled = q.numerator * 2 ** max(shift, 0) // (q.denominator * 2 ** max(-shift, 0))
+    exact = Fraction(scaled) * Fraction(2) ** -shift == q
+    return Fraction(scaled + (1 if up and not exact else 0)) * Fraction(2) ** -shift
+
+
+class Recording(Forms):
+    """``Forms`` that records each max it builds: ``calls[i] = (pieces, form)``, ``form = max(pieces)``
+    on the box (``Forms.max`` applies only identities that hold on the box)."""
+
+    def __init__(self, cube: list):
+        super().__init__(cube)
+        self.calls = []
+
+    def max(self, pieces: list) -> dict:
+        form = super().max(pieces)
+        self.calls.append((list(pieces), form))
+        return form
+
+
+def pairing(F: Recording, calls_a: int, nodes_a: int) -> dict:
+    """``{v: (other, P, Q, s, sign)}`` for the maxes built by the same call index in A and B, with as
+    many pieces: ``form_a = max(P)``, ``form_b = max(Q)``.  A node b of B only (``form_b = s·b``) gets
+    ``(form_a, P, Q, s, 1)``: ``s·b = form_a + η``; a node a of A (``form_a = s·a``) gets ``(form_b, P, Q,
+    s, −1)``: ``s·a = form_b − η``, with ``η = max Q − max P``.  None when the call sequences differ in length."""
+    a, b = F.calls[:calls_a], F.calls[calls_a:]
+    if len(a) != len(b):
+        return {}
+    related = {}
+    for (P, fa), (Q, fb) in zip(a, b):
+        if len(P) != len(Q):
+            continue
+        for form, other, sign, own in ((fb, fa, 1, lambda v: v >= nodes_a), (fa, fb, -1, lambda v: F.d <= v < nodes_a)):
+            if len(form) == 1:
+                (var, s), = form.items()
+                if own(var) and var not in related:
+                    related[var] = (other, P, Q, s, sign)
+    return related
+
+
+class DiffBound:
+    """Upper bounds of ``|A − B|∞`` over cells for the difference forms ``diff`` over ``F``."""
+
+    def __init__(self, F: Forms, diff: list, related: dict):
+        self.F, self.diff, self.related = F, diff, related
+
+    def upper(self, box: list, decided: dict) -> Fraction:
+        """An upper bound of ``max_k |D_k(x)|`` over every cell in ``box`` where ``decided`` holds."""
+        run = _Run(self, box, decided)
+        return max((max(-lo, hi) for lo, hi in (run.interval(run.form(D)) for D in self.diff)), default=Fraction(0))
+
+
+def _exact(f: dict) -> bool:
+    """An affine form of x only (no noise symbol)."""
+    return not any(isinstance(k, tuple) for k in f)
+
+
+class _Run:
+    """One evaluation over one box: node values memoised, noise symbols with their intervals."""
+
+    def __init__(self, bound: DiffBound, box: list, decided: dict):
+        self.F, self.related, self.decided = bound.F, bound.related, decided
+        self.ranges = {i: (outward(lo, False), outward(hi, True)) for i, (lo, hi) in enumerate(box)}
+        self.memo = {}
+
+    def interval(self, f: dict) -> tuple:
+        return interval(f, self.ranges)
+
+    def form(self, f: dict) -> dict:
+        """``f`` (over x and nodes) as a form over x and noise symbols."""
+        d = self.F.d
+        return combine([(a, {k: Fraction(1)} if k == ONE or k < d else self.value(k)) for k, a in f.items()])
+
+    def noise(self, name: tuple, lo: Fraction, hi: Fraction) -> dict:
+        """A fresh symbol ranging over (a dyadic widening of) [lo, hi]."""
+        self.ranges[name] = (outward(lo, False), outward(hi, True))
+        return {name: Fraction(1)}
+
+    def value(self, var: int) -> dict:
+        if var not in self.memo:
+            kind, data = self.F.nodes[var - self.F.d]
+            if kind == "max":
+                exact = self.exact(var)
+                paired = self._paired(var, exact) if var in self.related else None
+                value = paired if paired is not None else exact if exact is not None else self._relaxed(var)
+            else:
+                value = self._hardmax(var, data)
+            self.memo[var] = value if _exact(value) else self.compressed(value, var)
+        return self.memo[var]
+
+    def compressed(self, f: dict, var: int) -> dict:
+        """``f`` with short coefficients: each rounded to ``BITS`` bits, and the terms below 2^−40 of
+        the form's size dropped; what is removed, a function of x and the noise symbols that ranges
+        over a known interval, becomes one symbol of this node (the same quantity wherever the node
+        is used, so sharing the symbol is sound)."""
+        one = (Fraction(1), Fraction(1))
+        ranges = [(k, c, self.ranges.get(k, one)) for k, c in f.items()]
+        size = sum(abs(c) * max(-lo, hi) for _, c, (lo, hi) in ranges)
+        kept, low, high = {}, Fraction(0), Fraction(0)
+        for k, c, (lo, hi) in ranges:
+            short = Fraction(0) if abs(c) * max(-lo, hi) * 2 ** 40 <= size else outward(c, False)
+            if short:
+                kept[k] = short
+            e = c - short
+            low, high = low + min(e * lo, e * hi), high + max(e * lo, e * hi)
+        return combine([(1, kept), (1, self.noise(("rest", var), low, high))]) if low or high else kept
+
+    def exact(self, var: int) -> dict | None:
+        """A max node's winning piece when ``decided`` or interval dominance fixes it on the box."""
+        if self.F.nodes[var - self.F.d][0] != "max":
+            return None
+        if ("exact", var) not in self.memo:
+            ps = self.memo["pieces", var] = [self.form(dict(p)) for p in self.F.nodes[var - self.F.d][1]]
+            won = self._fixed("max", ps)
+            if won is None:
+                gaps = [[self.interval(combine([(1, p), (-1, q)])) for q in ps] for p in ps]
+                won = next((p for p, row in zip(ps, gaps) if all(lo >= 0 for lo, _ in row)), None)
+            self.memo["exact", var] = None if won is None else dict(won)
+        return self.memo["exact", var]
+
+    def _fixed(self, kind: str, pieces: list):
+        """The decision on the cell when every piece is exact (a form over x only) and decided."""
+        if not all(map(_exact, pieces)):
+            return None
+        keys = tuple(sorted({key(p) for p in pieces}))
+        if len(keys) == 1:
+            return keys[0] if kind == "max" else set(keys)
+        return self.decided.get((kind, keys))
+
+    def _paired(self, var: int, exact: dict | None) -> dict | None:
+        """The node through its partner, ``(other + sign·η) / s``, when that is the better form: for a
+        node of B, unless it is fixed and its fixed form is closer to the partner's than η is wide
+        (both fixed, on different pieces: the two pieces differ by a form that is small on the cell
+        but not on its bounding box); for a node of A, only when it is not fixed and B's partner is
+        (so that the two never refer to each other)."""
+        other, P, Q, s, sign = self.related[var]
+        (partner, scale), = other.items() if len(other) == 1 else ((None, None),)
+        fixed = self.exact(partner) if partner is not None and partner >= self.F.d else None
+        if sign < 0 and (exact is not None or fixed is None):
+            return None
+        theirs = combine([(scale, fixed)]) if sign < 0 else self.form(other)
+        etas = [self.interval(self.form(combine([(1, q), (-1, p)]))) for p, q in zip(P, Q)]
+        lo, hi = min(lo for lo, _ in etas), max(hi for _, hi in etas)
+        if exact is not None:
+            gap = self.interval(combine([(s, exact), (-1, theirs)]))
+            if gap[1] - gap[0] <= hi - lo:
+                return None
+        return combine([(1 / s, theirs), (sign / s, self.noise(("eta", var), lo, hi))])
+
+    def _relaxed(self, var: int) -> dict:
+        """A max node the box does not fix, by the triangle relaxation (two pieces) or a bound above."""
+        ps = self.memo["pieces", var]
+        gaps = [[self.interval(combine([(1, p), (-1, q)])) for q in ps] for p in ps]
+        if len(ps) == 2:
+            p, q = ps
+            lo, hi = gaps[0][1]                           # t = p − q, with lo < 0 < hi
+            lam = min(max(outward(hi / (hi - lo), False), Fraction(0)), Fraction(1))
+            top = max(-lam * lo, (1 - lam) * hi)          # relu(t) − λt ∈ [0, top] for any λ in [0, 1]
+            return combine([(1, q), (lam, combine([(1, p), (-1, q)])), (1, self.noise(("eps", var), Fraction(0), top))])
+        j = max(range(len(ps)), key=lambda i: min(lo for lo, _ in gaps[i]))
+        above = max(-lo for lo, _ in gaps[j])             # max_i p_i − p_j ≤ above
+        return combine([(1, ps[j]), (1, self.noise(("eps", var), Fraction(0), above))])
+
+    def _hardmax(self, var: int, data: tuple) -> dict:
+        scores = [self.form(dict(s)) for s, _ in data]
+        values = [self.form(dict(v)) for _, v in data]
+        top = self._fixed("hardmax", scores)
+        if top is not None:
+            win = [v for s, v in zip(scores, values) if key(s) in top]
+            return combine([(Fraction(1, len(win)), v) for v in win])
+        ivs = [self.interval(v) for v in values]
+        return self.noise(("hull", var), min(lo for lo, _ in ivs), max(hi for _, hi in ivs))
