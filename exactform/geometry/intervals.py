@@ -88,8 +88,12 @@ class Iv:
         return Iv(self.lo.min(other.lo), self.hi.max(other.hi))
 
     def intersect(self, other: "Iv") -> "Iv":
-        """Both enclose the same set: so does their intersection."""
-        return Iv(self.lo.max(other.lo), self.hi.min(other.hi))
+        """Both enclose the same set: so does their intersection.  An endpoint that is not finite
+        (no bound, or arb could not bound it) adds nothing: the other one is kept, as arb's max/min
+        of a finite and a [±inf] ball would lose it."""
+        def pick(a, b, both):
+            return b if not a.is_finite() else a if not b.is_finite() else both(a, b)
+        return Iv(pick(self.lo, other.lo, flint.arb.max), pick(self.hi, other.hi, flint.arb.min))
 
     def symmetric(self) -> "Iv":
         """``[−m, m]`` with m = max |x|: the hull of ``s·x`` for s ∈ [−1, 1]."""
