@@ -129,7 +129,7 @@ class Reader:
         """A length-``length`` vector, dense or sparse in the file, as ``{index: value}`` of its non-zeros."""
         values = self.value
         if isinstance(values, dict):
-            return self._sparse(length, _listed_rational)[1]
+            return self._sparse(length, _listed_rational)[1] or ZERO_ROW
         if isinstance(values, list) and len(values) == length:
             try:
                 return {i: q for i, v in enumerate(values) if v != "0" and (q := _parse_cached(v))} or ZERO_ROW

@@ -71,26 +71,28 @@ def _restricted(rows: Rows, columns: list[int], bias: list[Fraction] | None = No
                                 for i, row in enumerate(rows)], len(columns) + 1)
 
 
-def row_key(row: dict[int, Fraction], *extra) -> tuple:
-    return tuple(sorted((j, v) for j, v in row.items() if v)) + extra
+def _signed_key(row: dict, sign: int) -> tuple:
+    """``sign·row`` (a sparse row or form, Fraction or fmpq entries) as a hashable tuple of
+    integers (hashing an fmpq goes through a Fraction, which is slow)."""
+    return tuple((k, sign * int(v.numerator), int(v.denominator)) for k, v in sorted(row.items()) if v)
 
 
-def identity_partners(keys: list, negated: list) -> dict[int, int]:
+def identity_partners(rows: list[dict], columns: list[dict]) -> dict[int, int]:
     """The partner of each hidden unit that is half of an identity pair: its pre-activation row and
-    output column are the exact negatives of the partner's, so ``ReLU(v) − ReLU(−v) = v`` makes the
-    pair add ``column·v`` for every input, with no bound.  ``keys[u]``: a hashable form of unit u's
-    (row, column); ``negated[u]``: the same of (−row, −column).  The k-th unit with a key pairs with
-    the k-th whose negated key it is; a unit is never its own partner.  The one matcher of the
-    package, used by the evaluator (block weights) and the prover (per-token pre-activations)."""
+    output column (sparse, bias included in the row) are the exact negatives of the partner's, so
+    ``ReLU(v) − ReLU(−v) = v`` makes the pair add ``column·v`` for every input, with no bound.  The
+    k-th unit with (row, column) pairs with the k-th with (−row, −column); a unit is never its own
+    partner.  The one matcher of the package, used by the evaluator (block weights) and the prover
+    (per-token pre-activations)."""
     waiting: dict = {}
     partner: dict[int, int] = {}
-    for u, (key, neg) in enumerate(zip(keys, negated)):
-        match = waiting.get(neg)
+    for u, (row, column) in enumerate(zip(rows, columns)):
+        match = waiting.get((_signed_key(row, -1), _signed_key(column, -1)))
         if match:
             p = match.pop(0)
             partner[p], partner[u] = u, p
         else:
-            waiting.setdefault(key, []).append(u)
+            waiting.setdefault((_signed_key(row, 1), _signed_key(column, 1)), []).append(u)
     return partner
 
 
@@ -132,9 +134,7 @@ class FeedForward:
     def identity_pairs(self) -> list[tuple[int, int]]:
         """Hidden units ``(u, p)``, u < p, with ``w1[p] = −w1[u]``, ``b1[p] = −b1[u]``, ``w2[:,p] = −w2[:,u]``:
         such a pair adds the affine map ``w2[:,u]·(w1[u]·x + b1[u])`` whatever the input."""
-        keys = [(row_key(r, (-1, b)), row_key(c)) for r, b, c in zip(self.w1, self.b1, self.columns)]
-        partner = identity_partners(keys, [(tuple((j, -x) for j, x in r), tuple((j, -x) for j, x in c))
-                                           for r, c in keys])
+        partner = identity_partners([r | {-1: b} for r, b in zip(self.w1, self.b1)], self.columns)
         return sorted((u, p) for u, p in partner.items() if u < p)
 
     @cached_property

@@ -15,14 +15,12 @@ import random
 import sys
 import time
 from fractions import Fraction
-from pathlib import Path
+
+from _common import example_nets
 
 from exactform.construct.maxout_to_transformer import compile_maxout
-from exactform.formats import load_json
 from exactform.models import Box, MaxoutLayer, MaxoutNet
 from exactform.prove.smt import c1_queries, c2_queries, run_queries
-
-EXAMPLES = Path(__file__).resolve().parent / "examples"
 
 
 def random_relu_net(seed: int, dims: list[int]) -> MaxoutNet:
@@ -39,11 +37,7 @@ def random_relu_net(seed: int, dims: list[int]) -> MaxoutNet:
 
 
 def examples() -> dict[str, MaxoutNet]:
-    nets = {}
-    for path in sorted(EXAMPLES.glob("*.json")):
-        doc = load_json(path)
-        if isinstance(doc.value, dict) and doc.value.get("format") == MaxoutNet.FORMAT:
-            nets[path.name] = MaxoutNet.from_json(doc)
+    nets = {path.name: net for path, net in example_nets().items()}
     nets["random ReLU 5→50→50 (seed 0)"] = random_relu_net(0, [5, 50, 50])
     return nets
 

@@ -27,13 +27,19 @@ def arguments(doc: str) -> argparse.Namespace:
     return p.parse_args()
 
 
-def nets() -> dict[str, MaxoutNet]:
-    """The Maxout nets of examples/, and seeded random nets: ragged ranks, rank 1, several outputs."""
+def example_nets() -> dict[Path, MaxoutNet]:
+    """The Maxout nets of examples/ (the other files there are Transformers and points)."""
     out = {}
     for path in sorted(EXAMPLES.glob("*.json")):
         doc = load_json(path)
         if isinstance(doc.value, dict) and doc.value.get("format") == MaxoutNet.FORMAT:
-            out[path.stem] = MaxoutNet.from_json(doc)
+            out[path] = MaxoutNet.from_json(doc)
+    return out
+
+
+def nets() -> dict[str, MaxoutNet]:
+    """The Maxout nets of examples/, and seeded random nets: ragged ranks, rank 1, several outputs."""
+    out = {path.stem: net for path, net in example_nets().items()}
     out["random 3→4→3 ragged ranks ≤ 4, 2 outputs"] = random_net(random.Random(3), [3, 4, 3], 4, outputs=2)
     out["random 2→3 rank 1"] = random_net(random.Random(4), [2, 3], 1)
     out["random ReLU 4→8→8→3"] = relu_net(random.Random(5), [4, 8, 8], outputs=3)

@@ -112,11 +112,6 @@ def _rows(rows: list[dict]) -> list[dict]:
     return [{c: _q(v) for c, v in row.items() if v} for row in rows]
 
 
-def _key(form: dict, sign: int) -> tuple:
-    """A hashable key of ``sign·form`` (integers: hashing an fmpq goes through a Fraction)."""
-    return tuple((k, sign * int(v.numerator), int(v.denominator)) for k, v in sorted(form.items()))
-
-
 def _interval(form: dict, box: list[tuple]) -> Interval:
     """``form_interval`` over an ``fmpq`` box, as Fractions."""
     lo, hi = form_interval(form, box, ONE)
@@ -186,12 +181,10 @@ def _feedforward(result: Analysis, block: int, ff: FeedForward, X: Forms, box: l
     """Resolve every ReLU per token (fixed phase or identity pair) and compose the affine map,
     every ReLU as written."""
     w1, b1, columns = _rows(ff.w1), [_q(b) for b in ff.b1], _rows(ff.columns)
-    column_keys = [(_key(c, 1), _key(c, -1)) for c in columns]
     phases, pres, out, forms_by_token = [], [], [], []
     for t, Xt in enumerate(X):
         pre = [_affine(row, b, Xt) for row, b in zip(w1, b1)]
-        keys = [(_key(f, 1), c) for f, (c, _) in zip(pre, column_keys)]
-        partner = identity_partners(keys, [(_key(f, -1), c) for f, (_, c) in zip(pre, column_keys)])
+        partner = identity_partners(pre, columns)
         intervals = [None if u in partner else _interval(f, box) for u, f in enumerate(pre)]
         phase: list[Phase] = []
         for u, interval in enumerate(intervals):
