@@ -400,45 +400,67 @@ def test_the_pruned_tolerance_search_agrees_with_the_unpruned_one():
                 assert max(abs(p - q) for p, q in zip(pruned.a, pruned.b)) > eps
 
 
-def test_the_pruned_max_diff_of_acas_xu_against_float16():
+def acas_and_float16():
     from exactform.benchmarks.equiv_bench import ACAS, float16
     from exactform.importers import import_network
     acas = import_network(str(ACAS), [(F(-1), F(1))])
-    rounded = float16(acas)
+    return acas, float16(acas)
+
+
+def test_the_pruned_max_diff_of_acas_xu_against_float16():
+    acas, rounded = acas_and_float16()
     for side in (F(1, 1024), F(1, 256)):
         pruned, _ = assert_pruned_matches_unpruned(acas, rounded, [(-side / 2, side / 2)] * 5)
-    assert pruned.pruned > 0
+    assert pruned.pruned > 0            # leaves whose maximum could not matter: no LP was run
 
 
-def test_every_cell_bound_covers_the_cell(monkeypatch):
-    """Soundness of the bound itself: on every cell the pruned search creates, |A − B| at sampled
-    points of the cell never exceeds the cell's bound."""
-    from exactform.prove import equiv as search
-    seen = []
-    expand = search.Search.expand
+def sub_boxes(rng, box, n):
+    """n random boxes inside ``box`` (each side a random sub-interval, with dyadic ends)."""
+    for _ in range(n):
+        ends = [sorted(lo + (hi - lo) * F(rng.randrange(65), 64) for _ in range(2)) for lo, hi in box]
+        yield [(lo, hi) for lo, hi in ends]
 
-    def recording(self, cons, decided, box, threshold):
-        result = expand(self, cons, decided, box, threshold)
-        seen.append((result[2], cons, self.models))
-        return result
-    monkeypatch.setattr(search.Search, "expand", recording)
-    for a, b in small_pairs():
-        compare(a.to_json(), b.to_json(), box_of(a), max_diff=True)
+
+def pairs_and_boxes():
+    acas, rounded = acas_and_float16()
+    return [(a, b, box_of(a)) for a, b in small_pairs()] + [(acas, rounded, [(F(-1, 64), F(1, 64))] * 5)]
+
+
+def test_the_bound_covers_every_box(scale=1):
+    """Soundness of the bound itself: on random sub-boxes, |A − B| at sampled points never exceeds
+    the box's bound (times ``scale``: a wrong bound under test)."""
+    from exactform.prove.equiv import Search
     rng, checked = random.Random(0), 0
-    for upper, cons, (ma, mb) in seen:
-        for x in random_points(rng, ma.domain, 40):
-            if search.Cell(len(x), cons).contains(x):
+    for a, b, box in pairs_and_boxes():
+        search = Search(a.to_json(), b.to_json(), box, None, True)
+        for sub in sub_boxes(rng, box, 6):
+            bound = search.bound.upper(sub, {})[0] * scale
+            for x in [[lo + (hi - lo) * F(rng.randrange(9), 8) for lo, hi in sub] for _ in range(8)]:
+                assert max(abs(p - q) for p, q in zip(a(x), b(x))) <= bound
                 checked += 1
-                assert max(abs(p - q) for p, q in zip(ma(x), mb(x))) <= upper
     assert checked > 100
 
 
+def test_a_bound_proves_a_tolerance_on_the_whole_box():
+    """ACAS Xu against float16 on a box of side 1/32: the bound alone proves |A − B|∞ ≤ ε for an ε
+    above it (no cell is split), and a tolerance below the sampled maximum is refuted."""
+    acas, rounded = acas_and_float16()
+    box = [(F(-1, 64), F(1, 64))] * 5
+    outcome = compare(acas.to_json(), rounded.to_json(), box, F(1, 100), prune=True)
+    assert outcome.equal and outcome.pruned == 1 and outcome.leaves == 0
+    outcome = compare(acas.to_json(), rounded.to_json(), box, F(1, 10 ** 6), prune=True)
+    assert not outcome.equal and max(abs(p - q) for p, q in zip(outcome.a, outcome.b)) > F(1, 10 ** 6)
+
+
 def test_a_too_small_bound_is_caught(monkeypatch):
-    """The two tests above fail when the bound is wrong: with the true bound scaled by 1/2, the pruned
-    search misses the maximum of some pair and some cell holds a point above its bound."""
-    from exactform.prove import equiv_bound
-    upper = equiv_bound.DiffBound.upper
-    monkeypatch.setattr(equiv_bound.DiffBound, "upper", lambda self, box, decided: upper(self, box, decided) / 2)
+    """The tests above fail when a bound is wrong: the box bound halved is below |A − B| at some
+    sampled point, and with the leaves' exact ranges divided by 10 (halved, they still exceed the best
+    value found whenever it matters on these pairs) the pruned search misses a maximum."""
+    from exactform.prove import equiv
+    with pytest.raises(AssertionError):
+        test_the_bound_covers_every_box(F(1, 2))
+    exact = equiv.interval
+    monkeypatch.setattr(equiv, "interval", lambda f, box: tuple(v / 10 for v in exact(f, box)))
     missed = 0
     for a, b in small_pairs():
         try:
@@ -446,5 +468,3 @@ def test_a_too_small_bound_is_caught(monkeypatch):
         except AssertionError:
             missed += 1
     assert missed > 0
-    with pytest.raises(AssertionError):
-        test_every_cell_bound_covers_the_cell(monkeypatch)

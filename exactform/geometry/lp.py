@@ -114,3 +114,34 @@ def _run(tab, obj, basis, ncols) -> None:
         if best is None:
             raise Unbounded("objective unbounded")
         _pivot(tab, obj, basis, best[1], e)
+
+
+def dual_simplex(c: list, A: list[list], b: list, basis: list[int]) -> tuple[flint.fmpq, list, list] | None:
+    """``solve`` from a dual-feasible basis: ``basis`` names d rows of ``A`` (x ∈ Qᵈ) with independent
+    gradients such that c is a non-negative combination of them (for a polytope inside a box: at
+    each coordinate the bound row that c's sign points at).  Each step the violated row of least
+    index enters and the basis row of least ratio ``y_k / w_k`` leaves (least index on ties: Bland's
+    rule, so it terminates); the multipliers stay ≥ 0 and the iterate is optimal once no row is
+    violated.  A step costs one d × d inverse and one m × d product (flint, exact).  ``None`` when
+    infeasible (a violated row no leaving row can balance: ``a_r = Σ w_k a_k`` with w ≤ 0)."""
+    d, m = len(c), len(A)
+    rows = flint.fmpq_mat(m, d, [v for row in A for v in row])
+    cost = flint.fmpq_mat(1, d, list(c))
+    basis = list(basis)
+    while True:
+        inverse = flint.fmpq_mat(d, d, [v for i in basis for v in A[i]]).inv()
+        x = inverse * flint.fmpq_mat(d, 1, [b[i] for i in basis])
+        values = (rows * x).entries()
+        r = next((i for i in range(m) if values[i] > b[i]), None)
+        y = (cost * inverse).entries()
+        if r is None:
+            duals = [ZERO] * m
+            for i, v in zip(basis, y):
+                duals[i] += v
+            x = x.entries()
+            return sum((ci * xi for ci, xi in zip(c, x)), ZERO), x, duals
+        w = (flint.fmpq_mat(1, d, list(A[r])) * inverse).entries()
+        ratios = [(y[k] / w[k], basis[k], k) for k in range(d) if w[k] > 0]
+        if not ratios:
+            return None
+        basis[min(ratios)[2]] = r

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import heapq
 import pickle
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 import flint
 
-from ..check_equiv import ONE, Unsupported, box_constraints, combine, evaluate, implied, outputs, read_model
+from ..check_equiv import ONE, Unsupported, box_constraints, combine, evaluate, implied, interval, outputs, read_model
 from ..numbers import format_rational
-from ..geometry.lp import argmaximize, solve
+from ..geometry.lp import argmaximize, dual_simplex
 from .equiv_bound import DiffBound, Recording, pairing
 
 Q = flint.fmpq
@@ -60,8 +59,8 @@ def _fraction(q) -> Fraction:
 class Cell:
     """A cell of the box: constraints ``(g, "ge" | "gt" | "eq")`` on x, decided by exact LP."""
 
-    def __init__(self, d: int, cons: list):
-        self.d, self.cons, self._point = d, cons, None
+    def __init__(self, d: int, cons: list, point: list | None = None):
+        self.d, self.cons, self._point = d, cons, point
 
     @property
     def point(self) -> list | None:
@@ -97,8 +96,7 @@ class Cell:
         """From ``min h`` over the closure (one primal LP, m × 2d): False when the minimum is < 0 (h is
         not implied), its dual multipliers when the minimum is ≥ 0 (> 0 when strict) and they verify
         exactly, None when undecided (the dual LP decides)."""
-        A, b = self._primal()
-        best = solve([-a for a in self._dense(h)], A, b)
+        best = self._maximize([-a for a in self._dense(h)])
         if best is None:
             return None
         low = h.get(ONE, Fraction(0)) - _fraction(best[0])
@@ -155,10 +153,15 @@ class Cell:
                 b.append(-c)
         return A, b
 
+    def _maximize(self, c: list) -> tuple | None:
+        """``(max c·x, x, y)`` over the closure of the cell, by the dual simplex from the box vertex
+        that maximises c (rows 2j and 2j + 1 are x_j's lower and upper bounds); None when empty."""
+        A, b = self._primal()
+        return dual_simplex(c, A, b, [2 * j + (c[j] > 0) for j in range(self.d)])
+
     def extreme(self, h: dict) -> tuple[Fraction, list]:
         """``max h`` over the closure of the cell and a vertex attaining it."""
-        A, b = self._primal()
-        value, x = argmaximize(self._dense(h), A, b)
+        value, x, _ = self._maximize(self._dense(h))
         return _fraction(value) + h.get(ONE, Fraction(0)), [_fraction(v) for v in x]
 
     def interior(self) -> list | None:
@@ -173,7 +176,7 @@ class Cell:
             k += 2 if kind == "eq" else 1
         A.append([Q(0)] * self.d + [Q(1)])
         b.append(Q(1))
-        best = argmaximize([Q(0)] * self.d + [Q(1) if strict else Q(0)], A, b)
+        best = dual_simplex([Q(0)] * self.d + [Q(1) if strict else Q(0)], A, b, [2 * j for j in range(self.d)] + [len(A) - 1])
         if best is None or (strict and best[0] <= 0):
             return None
         return [_fraction(v) for v in best[1][:self.d]]
@@ -255,45 +258,39 @@ class Search:
         self.cons = box_constraints(box)
 
     def run(self) -> Outcome:
-        self.outcome.tree = self._solve(Cell(self.d, self.cons), {})
+        self.outcome.tree = self._solve(Cell(self.d, self.cons), {}, {})
         return self.outcome
 
-    def run_pruned(self, executor=None) -> Outcome:
-        """Best-first search, without a certificate tree.  A cell waits in a heap under its parent's
-        upper bound of |A − B|∞ (valid on it: it is a subset); the ``BATCH`` cells of largest bound
-        are taken each round, and each first computes its own bound.  A cell whose bound does not
-        exceed the threshold — ε, or for --max-diff the largest exact |A − B|∞ found so far — is
-        pruned (the cells after one pruned by its parent's bound with it: the heap is ordered).  The
-        answer is therefore that of the unpruned search: every leaf not pruned is solved exactly,
-        and a pruned cell's supremum is at most the threshold."""
+    def run_pruned(self, executor=None, progress=None) -> Outcome:
+        """Depth-first search without a certificate tree, skipping work that cannot change the answer.
+        The box is bounded once (``DiffBound``): when the bound is at most ε the claim holds on the
+        whole box, and a --max-diff of bound 0 is 0.  On a leaf A − B is one affine map h; its maximum
+        over the cell (an exact LP) is computed only when h's exact range over the cell's bounding box
+        exceeds ε, or for --max-diff the largest exact |A − B|∞ found so far (a leaf where no LP was
+        needed counts as pruned).  The answer is therefore that of the unpruned search.  ``progress()``
+        is called once per cell expanded."""
         out = self.outcome
-        heap, count, best, point = [(-self.bound.upper(self.box, {}), 0, (self.cons, {}, self.box))], 1, None, None
-        while heap:
-            threshold = best if self.max_diff else self.tolerance
-            batch = []
-            while heap and len(batch) < BATCH:
-                top, _, cell = heapq.heappop(heap)
-                if threshold is not None and -top <= threshold:
-                    out.pruned += 1 + len(heap)
-                    heap = []
-                else:
-                    batch.append((*cell, threshold))
-            for value, x, upper, children in self._expand(batch, executor):
-                if children is None:
-                    out.pruned += 1
-                    continue
-                if best is None or value > best:
+        upper, _ = self.bound.upper(self.box, {})
+        if upper <= self.tolerance and (upper == 0 or not self.max_diff):
+            out.pruned, out.maximum = 1, Fraction(0) if self.max_diff else None
+            return out
+        stack, best, point = [(self.cons, {}, self.box, {}, None)], None, None
+        while stack:
+            batch = [(*stack.pop(), best if self.max_diff else self.tolerance) for _ in range(min(BATCH, len(stack)))]
+            for value, x, children, skipped in self._expand(batch, executor):
+                if progress:
+                    progress()
+                if value is not None and (best is None or value > best):
                     best, point = value, x
                 out.splits += bool(children)
                 out.leaves += not children
-                for child in children:
-                    heapq.heappush(heap, (-upper, count, child))
-                    count += 1
+                out.pruned += skipped
+                stack += children[::-1]
             if not self.max_diff and best is not None and best > self.tolerance:
                 out.equal, out.point = False, point
                 return out
         if self.max_diff:
-            out.maximum, out.point = best, point
+            out.maximum, out.point = best or Fraction(0), point
         return out
 
     def _expand(self, batch: list, executor) -> list:
@@ -308,43 +305,45 @@ class Search:
             results[i::workers] = group
         return results
 
-    def expand(self, cons: list, decided: dict, box: list, threshold: Fraction | None) -> tuple:
-        """One cell of the pruned search (constraints ``cons``, inside ``box``, where ``decided``
-        holds): ``(value, point, upper, children)``.  ``upper`` bounds |A − B|∞ on the cell; when it
-        does not exceed ``threshold`` the cell is pruned: ``children`` is None.  Else ``value`` is
-        |A − B|∞ at ``point`` of the cell, exactly (on a --max-diff leaf: the maximum over the
-        cell's closure, at an LP vertex; on a --tolerance leaf: at a point exceeding ε when there is
-        one), and ``children`` the non-empty cells ``(cons, decided, box)`` of a split, ``[]`` on a leaf."""
-        upper = self.bound.upper(box, decided)
-        if threshold is not None and upper <= threshold:
-            return None, None, upper, None
-        cell, decided = Cell(self.d, cons), dict(decided)
+    def expand(self, cons: list, decided: dict, box: list, memo: dict, point: list | None,
+               threshold: Fraction | None) -> tuple:
+        """One cell of the pruned search: ``(value, point, children, skipped)``.  The cell has the constraints
+        ``cons``, lies in ``box``, holds ``point`` (None: found by LP), and ``decided`` holds on it
+        (``memo``: the nodes its ancestors fixed).  ``children``: the non-empty cells of a split in
+        the same form, ``[]`` on a leaf.  On a leaf ``value`` is |A − B|∞ at ``point`` of the cell,
+        exactly — the maximum over the cell's closure (--max-diff: at an LP vertex) or a point
+        exceeding ε (--tolerance) — when it may exceed ``threshold``, else None; ``skipped``: a leaf
+        where no LP was needed."""
+        cell, decided, memo = Cell(self.d, cons, point), dict(decided), dict(memo)
 
         def decide(kind, content):
             if (kind, content) not in decided:
                 decided[kind, content] = self._decide(cell, kind, content)[0]
             return decided[kind, content]
-        point = cell.point
-        value = self._gap(point)
         try:
-            diff = [evaluate(self.F, f, {}, decide) for f in self.diff]
+            diff = [evaluate(self.F, f, memo, decide) for f in self.diff]
         except Split as s:
             children = []
             for n, part in enumerate(_parts(s)):
                 child = Cell(self.d, cons + [part])
-                if child.interior() is not None:
+                if child.point is not None:
                     sides = {s.sides[0]: s.sides[1 + n]} if s.sides else {}
-                    children.append((child.cons, decided | sides, narrowed(box, *part)))
-            return value, point, upper, children
+                    children.append((child.cons, decided | sides, narrowed(box, *part), memo, child.point))
+            return None, None, children, False
+        value, point, skipped = None, None, True
         for D in diff:
             for h in (D, combine([(-1, D)])) if D else ():
+                known = max(value or 0, threshold or 0) if self.max_diff else self.tolerance
+                if interval(h, box)[1] <= known:
+                    continue                    # on the cell h cannot exceed what is known (or ε)
                 top, x = cell.extreme(h)
-                if self.max_diff and top > value:
+                skipped = False
+                if self.max_diff and (value is None or top > value):
                     value, point = top, x
                 elif not self.max_diff and top > self.tolerance:
                     point = self._exceeding(cell, h, self.tolerance)
-                    return self._gap(point), point, upper, []
-        return value, point, upper, []
+                    return self._gap(point), point, [], False
+        return value, point, [], skipped
 
     def _gap(self, x: list) -> Fraction:
         """|A(x) − B(x)|∞, exactly (``exactform.models``)."""
@@ -396,9 +395,10 @@ class Search:
         entry = {"hardmax": [_text(f, self.d) for f in forms], "top": members, "witness": witnesses}
         return {content[i] for i in members}, entry
 
-    def _solve(self, cell: Cell, decided: dict) -> dict | None:
-        """The subtree proving the claim on ``cell``; None once a counterexample is found."""
-        entries, decided = [], dict(decided)
+    def _solve(self, cell: Cell, decided: dict, memo: dict) -> dict | None:
+        """The subtree proving the claim on ``cell`` (where ``decided`` holds, and ``memo``: the nodes
+        its ancestors fixed); None once a counterexample is found."""
+        entries, decided, memo = [], dict(decided), dict(memo)
 
         def decide(kind, content):
             if (kind, content) not in decided:
@@ -406,7 +406,7 @@ class Search:
                 entries.append(entry)
             return decided[kind, content]
         try:
-            diff = [evaluate(self.F, f, {}, decide) for f in self.diff]
+            diff = [evaluate(self.F, f, memo, decide) for f in self.diff]
         except Split as s:
             self.outcome.splits += 1
             children = []
@@ -415,7 +415,7 @@ class Search:
                 if child.interior() is None:
                     children.append({"empty": _witness_text(child.witness({}, strict=True), len(child.cons))})
                     continue
-                sub = self._solve(child, decided)
+                sub = self._solve(child, decided, memo)
                 if sub is None:
                     return None
                 children.append(sub)
@@ -457,13 +457,14 @@ class Search:
 
 
 def compare(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None = None,
-            max_diff: bool = False, prune: bool | None = None, executor=None) -> Outcome:
+            max_diff: bool = False, prune: bool | None = None, executor=None, progress=None) -> Outcome:
     """Decide ``A = B`` (``|A − B|∞ ≤ tolerance``) on the box, or find ``max |A − B|∞`` (``max_diff``).
-    ``prune`` (default: with ``max_diff``): the best-first search, which prunes cells by an exact
-    upper bound of |A − B|∞ and returns no certificate tree; ``executor`` (``exactform.executor``)
-    expands its cells.  Every reported point is re-evaluated exactly with ``exactform.models``."""
+    ``prune`` (default: with ``max_diff``): the search that skips what exact bounds show cannot change
+    the answer, and returns no certificate tree; ``executor`` (``exactform.executor``) expands its
+    cells, ``progress()`` is called per cell.  Every reported point is re-evaluated exactly with
+    ``exactform.models``."""
     search = Search(a_json, b_json, box, tolerance, max_diff)
-    outcome = search.run_pruned(executor) if (max_diff if prune is None else prune) else search.run()
+    outcome = search.run_pruned(executor, progress) if (max_diff if prune is None else prune) else search.run()
     if max_diff and outcome.point is None:
         outcome.point = [lo for lo, _ in box]
     if outcome.point is not None:
