@@ -55,6 +55,7 @@ def run(args) -> int:
     from ..models.box import domain_box, parse_domain
     from ..numbers import RationalSyntaxError, format_rational, parse_rational
     from ..prove.equiv import certificate, compare
+    from ..progress import Count
 
     start = time.perf_counter()
     try:
@@ -72,9 +73,9 @@ def run(args) -> int:
     box = list(zip(domain.lower, domain.upper))
     a, b = ma.to_json(), mb.to_json()
     try:
-        with make_executor(args.workers, args.scheduler) as executor:
+        with make_executor(args.workers, args.scheduler) as executor, Count("cells") as count:
             outcome = compare(a, b, box, tolerance, args.max_diff, prune=args.max_diff or not args.cert,
-                              executor=executor)
+                              executor=executor, progress=count)
     except Unsupported as e:
         raise InputError(args.a if str(e).startswith("A") else args.b, "", str(e)[3:]) from None
     except ExecutorError as e:

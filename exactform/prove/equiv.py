@@ -142,7 +142,9 @@ class Cell:
             w = best[1]
         return {i: _fraction(q) for i, q in enumerate(w) if q}
 
+    @functools.cached_property
     def _primal(self) -> tuple[list, list]:
+        """The closed cell as ``A x ≤ b`` (fmpq; an equality as two rows), built once per cell."""
         A, b = [], []
         for g, kind in self.cons:
             grad, c = self._dense(g), Q(g.get(ONE, Fraction(0)).numerator, g.get(ONE, Fraction(0)).denominator)
@@ -156,7 +158,7 @@ class Cell:
     def _maximize(self, c: list) -> tuple | None:
         """``(max c·x, x, y)`` over the closure of the cell, by the dual simplex from the box vertex
         that maximises c (rows 2j and 2j + 1 are x_j's lower and upper bounds); None when empty."""
-        A, b = self._primal()
+        A, b = self._primal
         return dual_simplex(c, A, b, [2 * j + (c[j] > 0) for j in range(self.d)])
 
     def extreme(self, h: dict) -> tuple[Fraction, list]:
@@ -166,7 +168,7 @@ class Cell:
 
     def interior(self) -> list | None:
         """A point of the cell (strict constraints hold), or None when it is empty."""
-        A, b = self._primal()
+        A, b = self._primal
         strict = [i for i, (_, kind) in enumerate(self.cons) if kind == "gt"]
         A = [row + [Q(0)] for row in A]
         k = 0
@@ -175,11 +177,23 @@ class Cell:
                 A[k][-1] = Q(1)
             k += 2 if kind == "eq" else 1
         A.append([Q(0)] * self.d + [Q(1)])
-        b.append(Q(1))
-        best = dual_simplex([Q(0)] * self.d + [Q(1) if strict else Q(0)], A, b, [2 * j for j in range(self.d)] + [len(A) - 1])
+        best = dual_simplex([Q(0)] * self.d + [Q(1) if strict else Q(0)], A, b + [Q(1)], [2 * j for j in range(self.d)] + [len(A) - 1])
         if best is None or (strict and best[0] <= 0):
             return None
         return [_fraction(v) for v in best[1][:self.d]]
+
+    def sign(self, h: dict, box: list) -> int | None:
+        """1 when h ≥ 0 on the cell, −1 when h ≤ 0, None when it takes both signs: h's exact range over
+        ``box`` (a box containing the cell), else its value at the cell's point and one LP or two."""
+        lo, hi = interval(h, box)
+        if lo >= 0 or hi <= 0:
+            return 1 if lo >= 0 else -1
+        v, grad = _value(h, self.point), self._dense(h)
+        if v >= 0 and h.get(ONE, Fraction(0)) - _fraction(self._maximize([-a for a in grad])[0]) >= 0:
+            return 1
+        if v <= 0 and h.get(ONE, Fraction(0)) + _fraction(self._maximize(grad)[0]) <= 0:
+            return -1
+        return None
 
     def contains(self, x: list) -> bool:
         values = [(_value(g, x), kind) for g, kind in self.cons]
@@ -318,7 +332,7 @@ class Search:
 
         def decide(kind, content):
             if (kind, content) not in decided:
-                decided[kind, content] = self._decide(cell, kind, content)[0]
+                decided[kind, content] = self._choose(cell, box, kind, content)
             return decided[kind, content]
         try:
             diff = [evaluate(self.F, f, memo, decide) for f in self.diff]
@@ -348,6 +362,17 @@ class Search:
     def _gap(self, x: list) -> Fraction:
         """|A(x) − B(x)|∞, exactly (``exactform.models``)."""
         return max(abs(p - q) for p, q in zip(*(m(x) for m in self.models)))
+
+    def _choose(self, cell: Cell, box: list, kind: str, content: tuple):
+        """The decision fixing a node on the cell, without witnesses (the pruned search): for a max of
+        two pieces the sign of their difference on the cell (``Cell.sign``), else ``_decide``'s."""
+        if kind != "max" or len(content) != 2:
+            return self._decide(cell, kind, content)[0]
+        g = combine([(1, dict(content[0])), (-1, dict(content[1]))])
+        sign = cell.sign(g, box)
+        if sign is None:
+            raise Split(g, "closed", [("max", content), content[0], content[1]])
+        return content[0] if sign > 0 else content[1]
 
     def _decide(self, cell: Cell, kind: str, content: tuple) -> tuple:
         """The decision fixing a node on the cell and its certificate entry, or ``Split``."""
