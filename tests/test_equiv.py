@@ -20,7 +20,7 @@ from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.numbers import format_rational
 from exactform.models import Attention, Box, FeedForward, Head, MaxoutLayer, MaxoutNet, Transformer
 from exactform.prove.equiv import certificate, compare
-from exactform.geometry.lp import argmaximize, solve
+from exactform.geometry.lp import argmaximize, dual_simplex, solve
 
 F = Fraction
 ROOT = Path(__file__).resolve().parents[1]
@@ -337,6 +337,38 @@ def test_argmaximize_returns_a_point_attaining_the_optimum():
     value, x, y = solve(c, A, b)                # duality: y ≥ 0, yᵀA = c, y·b = the optimum
     assert all(v >= 0 for v in y) and [sum(y[i] * A[i][j] for i in range(4)) for j in range(2)] == c
     assert sum(yi * bi for yi, bi in zip(y, b)) == value
+
+
+def test_the_dual_simplex_agrees_with_the_tableau_simplex():
+    """Random polytopes in a box (some empty, some degenerate: repeated and redundant rows): the dual
+    simplex from the box vertex finds the tableau simplex's optimum, with duals that prove it."""
+    import flint
+    Q, rng, empty = flint.fmpq, random.Random(0), 0
+    for trial in range(300):
+        d = rng.randint(1, 4)
+        A, b = [], []
+        for j in range(d):                       # the box: rows 2j (−x_j ≤ 1) and 2j + 1 (x_j ≤ 1)
+            A += [[Q(-1 if k == j else 0) for k in range(d)], [Q(1 if k == j else 0) for k in range(d)]]
+            b += [Q(1), Q(1)]
+        for _ in range(rng.randint(0, 8)):
+            row = [Q(rng.randint(-3, 3), rng.randint(1, 3)) for _ in range(d)]
+            A.append(row)
+            b.append(Q(rng.randint(-4, 4), rng.randint(1, 4)))
+            if rng.random() < 0.2:
+                A.append(list(row))
+                b.append(b[-1])
+        c = [Q(rng.randint(-3, 3)) for _ in range(d)]
+        expected = solve(c, A, b)
+        found = dual_simplex(c, A, b, [2 * j + (c[j] > 0) for j in range(d)])
+        assert (found is None) == (expected is None)
+        if found is None:
+            empty += 1
+            continue
+        value, x, y = found
+        assert value == expected[0] and all(sum(a * v for a, v in zip(row, x)) <= bi for row, bi in zip(A, b))
+        assert all(v >= 0 for v in y) and [sum(y[i] * A[i][j] for i in range(len(A))) for j in range(d)] == c
+        assert sum(yi * bi for yi, bi in zip(y, b)) == value
+    assert 20 < empty < 280
 
 
 # --- the pruned search: the same exact maximum as the unpruned one --------------------------------

@@ -4,7 +4,7 @@ Targets (issue 14): ACAS Xu 1_1 against its exactform Transformer at most 2× ``
 two 2→16→16→1 ReLU nets equal up to rewrites under 5 s; ACAS Xu against itself with units permuted,
 rescaled and split under 10 s; ``--max-diff`` of ACAS Xu 1_1 against its weights rounded to
 float16 on boxes around 0 (side 1/32 asked; smaller sides reported, each capped at ``CAP`` seconds,
-``python benchmarks/equiv_bench.py [CAP]``), with the cells the bound-and-prune search pruned.
+``python benchmarks/equiv_bench.py [CAP]``), with the leaves whose maximum the pruned search skipped.
 """
 import contextlib
 import io

@@ -3,9 +3,10 @@
 certificate or a verified exact counterexample.  Exit 0: equal (within ε); 1: a point where they
 differ (by more than ε), or work lost by the executor; 2: bad input or a model outside the method.
 
-Without ``--cert`` the search is best-first and prunes every cell whose exact upper bound of
-|A − B|∞ cannot exceed ε (or, for ``--max-diff``, the largest value found); a certificate needs a
-witness on every leaf, so with ``--cert`` the claim is proved by the unpruned search."""
+Without ``--cert`` the search skips what exact bounds show cannot change the answer (the box's
+bound of |A − B|∞ against ε; a leaf's exact range against ε or, for ``--max-diff``, the largest value
+found); a certificate needs a witness on every leaf, so with ``--cert`` the claim is proved by the
+unpruned search."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,6 @@
-"""Exact linear programming over rationals (flint ``fmpq``): a two-phase tableau simplex with Bland's rule.
+"""Exact linear programming over rationals (flint ``fmpq``): a two-phase tableau simplex with Bland's
+rule (``solve``), and a dual simplex over d × d bases for polytopes inside a box, where the box
+vertex that maximises the objective is a dual-feasible start (``dual_simplex``).
 
 Invariant: every pivot is exact rational arithmetic, so the optimum returned is the true optimum
 of the rational LP (Bland's rule guarantees termination; no tolerance appears anywhere).

@@ -249,8 +249,8 @@ BATCH = 16          # cells expanded per round of the pruned search, whatever th
 
 
 class Search:
-    """The split tree of one comparison: depth-first with a certificate (``run``), or best-first by
-    an upper bound of |A − B|∞ per cell, pruning cells that cannot matter (``run_pruned``)."""
+    """The split tree of one comparison, depth first: with a certificate (``run``), or skipping what
+    exact bounds show cannot change the answer (``run_pruned``)."""
 
     def __init__(self, a_json: dict, b_json: dict, box: list, tolerance: Fraction | None, max_diff: bool):
         self.context = (a_json, b_json, box, tolerance, max_diff)
