@@ -51,15 +51,15 @@ class Stages:
 
 
 class Count:
-    """``with Count("cells") as count: ... count()`` once per item of a stream of unknown length:
+    """``with Count("cells") as count: ... count()`` once per item (``count(n)``: n items) of a stream of unknown length:
     a bar on a terminal once a run has taken a second, nothing otherwise."""
 
     def __init__(self, unit: str):
         self.bar = tqdm(unit=f" {unit}", file=sys.stderr, leave=False, dynamic_ncols=True, delay=1.0,
                         disable=not sys.stderr.isatty())
 
-    def __call__(self) -> None:
-        self.bar.update(1)
+    def __call__(self, n: int = 1) -> None:
+        self.bar.update(n)
 
     def __enter__(self) -> "Count":
         return self

@@ -149,11 +149,12 @@ def test_always_killed_worker_fails_cleanly(zoo, tmp_path, cluster, monkeypatch,
 
 def test_equiv_search_identical_serial_processes_dask(cluster, monkeypatch):
     """The pruned --max-diff and --tolerance searches give the serial answer, counters included, on
-    2 local processes and on Dask (rounds of 2 cells, so that every round is distributed)."""
+    2 local processes and on Dask (cut into subtrees once 3 cells wait, so that most of the work is
+    distributed)."""
     from test_equiv import box_of, small_pairs
 
     from exactform.prove import equiv
-    monkeypatch.setattr(equiv, "BATCH", 2)
+    monkeypatch.setattr(equiv, "SUBTREES", 3)
     a, b = small_pairs()[1]
     runs = {}
     for name, ex in (("serial", Serial()), ("procs", LocalProcesses(2)), ("dask", Dask(cluster))):

@@ -12,6 +12,7 @@ with ``exactform.models`` before it is reported.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import pickle
@@ -224,13 +225,13 @@ def _parts(s: Split) -> list:
 _SEARCHES: dict = {}
 
 
-def _expand_group(context: bytes, batch: list) -> list:
-    """A worker's share of a round: ``Search.expand`` of each cell (the Search built once per process)."""
+def _subtree_task(context: bytes, task: tuple) -> Tally:
+    """A worker's task: ``Search.subtree`` of one cell (the Search built once per process)."""
     digest = hashlib.sha256(context).digest()
     if digest not in _SEARCHES:
         _SEARCHES.clear()
         _SEARCHES[digest] = Search(*pickle.loads(context))
-    return [_SEARCHES[digest].expand(*task) for task in batch]
+    return _SEARCHES[digest].subtree(*task)
 
 
 def _value(g: dict, x: list) -> Fraction:
@@ -245,7 +246,28 @@ def _witness_text(w: dict, m: int) -> dict:
     return {"length": m, "index": sorted(w), "value": [format_rational(w[i]) for i in sorted(w)]}
 
 
-BATCH = 16          # cells expanded per round of the pruned search, whatever the number of workers
+SUBTREES = 64       # the pruned search expands cells until this many wait, then searches each as a task
+
+
+@dataclass
+class Tally:
+    """What a search of some cells found: the largest exact |A − B|∞ seen (``value`` at ``point``;
+    None: none computed) and the counters.  ``refuted``: a point exceeding ε was found (and the
+    search of these cells stopped there)."""
+    value: Fraction | None = None
+    point: list | None = None
+    leaves: int = 0
+    splits: int = 0
+    pruned: int = 0
+    cells: int = 0
+    refuted: bool = False
+
+    def add(self, other: "Tally") -> None:
+        if other.value is not None and (self.value is None or other.value > self.value):
+            self.value, self.point = other.value, other.point
+        self.leaves, self.splits = self.leaves + other.leaves, self.splits + other.splits
+        self.pruned, self.cells = self.pruned + other.pruned, self.cells + other.cells
+        self.refuted |= other.refuted
 
 
 class Search:
@@ -281,43 +303,69 @@ class Search:
         whole box, and a --max-diff of bound 0 is 0.  On a leaf A − B is one affine map h; its maximum
         over the cell (an exact LP) is computed only when h's exact range over the cell's bounding box
         exceeds ε, or for --max-diff the largest exact |A − B|∞ found so far (a leaf where no LP was
-        needed counts as pruned).  The answer is therefore that of the unpruned search.  ``progress()``
-        is called once per cell expanded."""
+        needed counts as pruned).  The answer is therefore that of the unpruned search.
+
+        Cells are expanded here breadth first until ``SUBTREES`` wait; each is then searched to the end as a task
+        (``subtree``, on ``executor``'s workers), from the value found so far, and the tallies are
+        merged in the stack's order — up to the first that refutes ε — so the answer, the point and
+        the counters do not depend on the executor.  ``progress(n)``: n more cells expanded."""
         out = self.outcome
         upper, _ = self.bound.upper(self.box, {})
         if upper <= self.tolerance and (upper == 0 or not self.max_diff):
             out.pruned, out.maximum = 1, Fraction(0) if self.max_diff else None
             return out
-        stack, best, point = [(self.cons, {}, self.box, {}, None)], None, None
-        while stack:
-            batch = [(*stack.pop(), best if self.max_diff else self.tolerance) for _ in range(min(BATCH, len(stack)))]
-            for value, x, children, skipped in self._expand(batch, executor):
+        queue, tally = collections.deque([(self.cons, {}, self.box, {}, None)]), Tally()
+        while queue and len(queue) < SUBTREES and not tally.refuted:
+            tally.add(self.subtree(queue.popleft(), tally.value, queue))
+            if progress:
+                progress(1)
+        cells = [] if tally.refuted else list(queue)
+        threshold = tally.value
+        if cells and getattr(executor, "workers", 1) > 1:
+            if not isinstance(self.context, bytes):          # pickled once: the workers key their Search by it
+                self.context = pickle.dumps(self.context)
+            tallies = [None] * len(cells)
+            for i, t in executor.as_completed(functools.partial(_subtree_task, self.context),
+                                              [(c, threshold) for c in cells]):
+                tallies[i] = t
                 if progress:
-                    progress()
-                if value is not None and (best is None or value > best):
-                    best, point = value, x
-                out.splits += bool(children)
-                out.leaves += not children
-                out.pruned += skipped
-                stack += children[::-1]
-            if not self.max_diff and best is not None and best > self.tolerance:
-                out.equal, out.point = False, point
-                return out
+                    progress(t.cells)
+        else:
+            tallies = []
+            for c in cells:
+                tallies.append(self.subtree(c, threshold, progress=progress))
+                if tallies[-1].refuted:
+                    break
+        for t in tallies:
+            tally.add(t)
+            if t.refuted:
+                break
+        out.leaves, out.splits, out.pruned = tally.leaves, tally.splits, tally.pruned
         if self.max_diff:
-            out.maximum, out.point = best or Fraction(0), point
+            out.maximum, out.point = tally.value or Fraction(0), tally.point
+        elif tally.refuted:
+            out.equal, out.point = False, tally.point
         return out
 
-    def _expand(self, batch: list, executor) -> list:
-        workers = getattr(executor, "workers", 1)
-        if workers <= 1 or len(batch) < BATCH:            # a small frontier is not worth a round trip
-            return [self.expand(*task) for task in batch]
-        if not isinstance(self.context, bytes):          # pickled once: the workers key their Search by it
-            self.context = pickle.dumps(self.context)
-        groups = executor.map(functools.partial(_expand_group, self.context), [batch[i::workers] for i in range(workers)])
-        results = [None] * len(batch)
-        for i, group in enumerate(groups):
-            results[i::workers] = group
-        return results
+    def subtree(self, cell: tuple, threshold: Fraction | None, queue=None, progress=None) -> Tally:
+        """The search of ``cell`` and the cells it splits into, depth first, skipping leaves that
+        cannot beat ``threshold`` or the best value found since (--max-diff).  With ``queue``, only
+        ``cell`` is expanded and its children are appended there."""
+        tally, todo = Tally(), [cell]
+        while todo:
+            value, x, children, skipped = self.expand(*todo.pop(), max(tally.value or 0, threshold or 0)
+                                                      if self.max_diff else self.tolerance)
+            tally.add(Tally(value, x, leaves=not children, splits=bool(children), pruned=skipped, cells=1))
+            if progress:
+                progress(1)
+            if not self.max_diff and value is not None and value > self.tolerance:
+                tally.refuted = True
+                break
+            if queue is None:
+                todo.extend(children[::-1])
+            else:
+                queue.extend(children)
+        return tally
 
     def expand(self, cons: list, decided: dict, box: list, memo: dict, point: list | None,
                threshold: Fraction | None) -> tuple:
