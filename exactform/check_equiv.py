@@ -20,6 +20,12 @@ def key(f: dict) -> tuple:
     return tuple(sorted(f.items()))
 
 
+def ints(form_key: tuple) -> tuple:
+    """A form's key with each coefficient as (numerator, denominator): equal exactly when the key
+    is, and hashed as integers (hashing a Fraction costs a modular inverse)."""
+    return tuple((k, a.numerator, a.denominator) for k, a in form_key)
+
+
 def negated(form: dict) -> dict:
     return {k: -x for k, x in form.items()}
 
@@ -33,8 +39,9 @@ class Forms:
     def interval(self, f: dict) -> tuple:
         return interval(f, self.bounds)
 
-    def node(self, kind: str, data: tuple, bounds: tuple) -> int:
-        var = self.index.setdefault((kind, data), len(self.bounds))
+    def node(self, kind: str, data: tuple, bounds: tuple, name: tuple) -> int:
+        """The variable of node ``(kind, data)``, interned under ``name`` (its data as ``ints``)."""
+        var = self.index.setdefault(name, len(self.bounds))
         if var == len(self.bounds):
             self.bounds.append(bounds)
             self.nodes.append((kind, data))
@@ -44,9 +51,10 @@ class Forms:
         ps = list({key(p): p for p in pieces}.values())
         s = max((abs(a) for p in ps for a in p.values()), default=Fraction(1))
         data = tuple(sorted(key({k: a / s for k, a in p.items()}) for p in ps))
-        if ("max", data) in self.index:                       # interned: not fixed by the bounds
-            return {self.index["max", data]: s}
-        mirror = len(data) == 2 and not data[0] and self.index.get(("max", ((), tuple((k, -a) for k, a in data[1]))))
+        name = ("max",) + tuple(map(ints, data))
+        if name in self.index:                                # interned: not fixed by the bounds
+            return {self.index[name]: s}
+        mirror = len(data) == 2 and not data[0] and self.index.get(("max", (), tuple((k, -n, d) for k, n, d in name[2])))
         if mirror:                                            # max(0, w) = max(0, −w) + w
             return combine([(s, {mirror: Fraction(1)}), (s, dict(data[1]))])
         ivs = [self.interval(p) for p in ps]
@@ -54,7 +62,7 @@ class Forms:
             if all((lo if not q else -hi if not p else self.interval(combine([(1, p), (-1, q)]))[0]) >= 0
                    for q, (_, hi) in zip(ps, ivs) if q is not p):
                 return p
-        return {self.node("max", data, (max(l for l, _ in ivs) / s, max(h for _, h in ivs) / s)): s}
+        return {self.node("max", data, (max(l for l, _ in ivs) / s, max(h for _, h in ivs) / s), name): s}
 
     def hardmax(self, pairs: list) -> dict:
         """One output row: the average of the values of the tokens of maximal score."""
@@ -69,7 +77,8 @@ class Forms:
                 top = [v for g, v in gaps if not g]
                 return combine([(Fraction(1, len(top)), v) for v in top])
         ivs, data = [self.interval(v) for _, v in pairs], tuple(sorted((key(s), key(v)) for s, v in pairs))
-        return {self.node("hardmax", data, (min(l for l, _ in ivs), max(h for _, h in ivs))): Fraction(1)}
+        name = ("hardmax",) + tuple((ints(s), ints(v)) for s, v in data)
+        return {self.node("hardmax", data, (min(l for l, _ in ivs), max(h for _, h in ivs)), name): Fraction(1)}
 
 
 def linear(weights: dict, xs: list, bias=Fraction(0)) -> dict:

@@ -87,7 +87,7 @@ def run(args) -> int:
         claim_tolerance = outcome.maximum if tolerance is None else tolerance
     else:
         holds, claim_tolerance = outcome.equal, tolerance
-    stats = (f"{outcome.leaves} leaves, {outcome.splits} splits, {outcome.pruned} cells pruned, "
+    stats = (f"{outcome.leaves} leaves, {outcome.splits} splits, {outcome.pruned} pruned (leaves without an LP, or the box), "
              f"{outcome.nodes} nodes, {seconds:.2f} s")
     written = None
     if holds and args.cert:
