@@ -298,19 +298,20 @@ class Search:
         return self.outcome
 
     def run_pruned(self, executor=None, progress=None) -> Outcome:
-        """Depth-first search without a certificate tree, skipping work that cannot change the answer.
+        """The search without a certificate tree, skipping work that cannot change the answer.
         The box is bounded once (``DiffBound``): when the bound is at most ε the claim holds on the
         whole box, and a --max-diff of bound 0 is 0.  On a leaf A − B is one affine map h; its maximum
         over the cell (an exact LP) is computed only when h's exact range over the cell's bounding box
         exceeds ε, or for --max-diff the largest exact |A − B|∞ found so far (a leaf where no LP was
         needed counts as pruned).  The answer is therefore that of the unpruned search.
 
-        Cells are expanded here breadth first until ``SUBTREES`` wait; each is then searched to the end as a task
-        (``subtree``, on ``executor``'s workers), from the value found so far, and the tallies are
-        merged in the stack's order — up to the first that refutes ε — so the answer, the point and
-        the counters do not depend on the executor.  ``progress(n)``: n more cells expanded."""
+        Cells are expanded here breadth first until ``SUBTREES`` wait; each is then searched to the
+        end, depth first, as a task (``subtree``, on ``executor``'s workers) from the value found so
+        far, and the tallies are merged in the queue's order — up to the first that refutes ε — so
+        the answer, the point and the counters do not depend on the executor.  ``progress(n)``: n
+        more cells expanded."""
         out = self.outcome
-        upper, _ = self.bound.upper(self.box, {})
+        upper = self.bound.upper(self.box, {})
         if upper <= self.tolerance and (upper == 0 or not self.max_diff):
             out.pruned, out.maximum = 1, Fraction(0) if self.max_diff else None
             return out
@@ -369,8 +370,8 @@ class Search:
 
     def expand(self, cons: list, decided: dict, box: list, memo: dict, point: list | None,
                threshold: Fraction | None) -> tuple:
-        """One cell of the pruned search: ``(value, point, children, skipped)``.  The cell has the constraints
-        ``cons``, lies in ``box``, holds ``point`` (None: found by LP), and ``decided`` holds on it
+        """One cell of the pruned search: ``(value, point, children, skipped)``.  The cell has the
+        constraints ``cons``, lies in ``box``, holds ``point`` (None: found by LP), ``decided`` holds on it
         (``memo``: the nodes its ancestors fixed).  ``children``: the non-empty cells of a split in
         the same form, ``[]`` on a leaf.  On a leaf ``value`` is |A − B|∞ at ``point`` of the cell,
         exactly — the maximum over the cell's closure (--max-diff: at an LP vertex) or a point

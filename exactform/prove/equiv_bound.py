@@ -86,12 +86,10 @@ class DiffBound:
     def __init__(self, F: Forms, diff: list, related: dict):
         self.F, self.diff, self.related = F, diff, related
 
-    def upper(self, box: list, decided: dict) -> tuple[Fraction, int]:
-        """An upper bound of ``max_k |D_k(x)|`` over every cell in ``box`` where ``decided`` holds,
-        and the number of nodes the box leaves unfixed (relaxed: what makes the bound loose)."""
+    def upper(self, box: list, decided: dict) -> Fraction:
+        """An upper bound of ``max_k |D_k(x)|`` over every cell in ``box`` where ``decided`` holds."""
         run = _Run(self, box, decided)
-        top = max((max(-lo, hi) for lo, hi in (run.interval(run.form(D)) for D in self.diff)), default=Fraction(0))
-        return top, run.loose
+        return max((max(-lo, hi) for lo, hi in (run.interval(run.form(D)) for D in self.diff)), default=Fraction(0))
 
 
 def _exact(f: dict) -> bool:
@@ -105,7 +103,7 @@ class _Run:
     def __init__(self, bound: DiffBound, box: list, decided: dict):
         self.F, self.related, self.decided = bound.F, bound.related, decided
         self.ranges = {i: (outward(lo, False), outward(hi, True)) for i, (lo, hi) in enumerate(box)}
-        self.memo, self.loose = {}, 0
+        self.memo = {}
 
     def interval(self, f: dict) -> tuple:
         return interval(f, self.ranges)
@@ -127,7 +125,6 @@ class _Run:
                 exact = self.exact(var)
                 paired = self._paired(var, exact) if var in self.related else None
                 value = paired if paired is not None else exact if exact is not None else self._relaxed(var)
-                self.loose += exact is None
             else:
                 value = self._hardmax(var, data)
             self.memo[var] = value if _exact(value) else self.compressed(value, var)
@@ -214,5 +211,4 @@ class _Run:
             win = [v for s, v in zip(scores, values) if key(s) in top]
             return combine([(Fraction(1, len(win)), v) for v in win])
         ivs = [self.interval(v) for v in values]
-        self.loose += 1
         return self.noise(("hull", var), min(lo for lo, _ in ivs), max(hi for _, hi in ivs))
