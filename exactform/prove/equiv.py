@@ -307,7 +307,7 @@ class Search:
 
         Cells are expanded here breadth first until ``SUBTREES`` wait; each is then searched to the
         end, depth first, as a task (``subtree``, on ``executor``'s workers) from the value found so
-        far, and the tallies are merged in the queue's order — up to the first that refutes ε — so
+        far (for --max-diff, with |A − B|∞ at each waiting cell's point), and the tallies are merged in the queue's order — up to the first that refutes ε — so
         the answer, the point and the counters do not depend on the executor.  ``progress(n)``: n
         more cells expanded."""
         out = self.outcome
@@ -321,6 +321,8 @@ class Search:
             if progress:
                 progress(1)
         cells = [] if tally.refuted else list(queue)
+        for c in cells if self.max_diff else ():      # exact values at the cells' points: a threshold to skip by
+            tally.add(Tally(self._gap(c[4]), c[4]))
         threshold = tally.value
         if cells and getattr(executor, "workers", 1) > 1:
             if not isinstance(self.context, bytes):          # pickled once: the workers key their Search by it
