@@ -344,7 +344,7 @@ def test_the_dual_simplex_agrees_with_the_tableau_simplex():
     simplex from the box vertex finds the tableau simplex's optimum, with duals that prove it."""
     import flint
     Q, rng, empty = flint.fmpq, random.Random(0), 0
-    for trial in range(300):
+    for _ in range(300):
         d = rng.randint(1, 4)
         A, b = [], []
         for j in range(d):                       # the box: rows 2j (−x_j ≤ 1) and 2j + 1 (x_j ≤ 1)
@@ -486,8 +486,8 @@ def test_a_bound_proves_a_tolerance_on_the_whole_box():
 
 def test_a_too_small_bound_is_caught(monkeypatch):
     """The tests above fail when a bound is wrong: the box bound halved is below |A − B| at some
-    sampled point, and with the leaves' exact ranges divided by 10 (halved, they still exceed the best
-    value found whenever it matters on these pairs) the pruned search misses a maximum."""
+    sampled point, and with the exact ranges the pruned search reads (a ReLU's sign, a leaf's skip)
+    divided by 10 it misses a maximum."""
     from exactform.prove import equiv
     with pytest.raises(AssertionError):
         test_the_bound_covers_every_box(F(1, 2))
