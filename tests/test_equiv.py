@@ -466,7 +466,7 @@ def test_the_bound_covers_every_box(scale=1):
     for a, b, box in pairs_and_boxes():
         search = Search(a.to_json(), b.to_json(), box, None, True)
         for sub in sub_boxes(rng, box, 6):
-            bound = search.bound.upper(sub, {}) * scale
+            bound = search.bound.upper(sub) * scale
             for x in [[lo + (hi - lo) * F(rng.randrange(9), 8) for lo, hi in sub] for _ in range(8)]:
                 assert max(abs(p - q) for p, q in zip(a(x), b(x))) <= bound
                 checked += 1

@@ -21,7 +21,8 @@ from fractions import Fraction
 
 import flint
 
-from ..check_equiv import ONE, Unsupported, box_constraints, combine, evaluate, implied, interval, outputs, read_model
+from ..check_equiv import (ONE, Unsupported, box_constraints, combine, evaluate, implied, interval, negated, outputs,
+                           read_model)
 from ..numbers import format_rational
 from ..geometry.lp import argmaximize, dual_simplex
 from .equiv_bound import DiffBound, Recording, pairing
@@ -189,10 +190,10 @@ class Cell:
         lo, hi = interval(h, box)
         if lo >= 0 or hi <= 0:
             return 1 if lo >= 0 else -1
-        v, grad = _value(h, self.point), self._dense(h)
-        if v >= 0 and h.get(ONE, Fraction(0)) - _fraction(self._maximize([-a for a in grad])[0]) >= 0:
+        v = _value(h, self.point)
+        if v >= 0 and self.extreme(negated(h))[0] <= 0:
             return 1
-        if v <= 0 and h.get(ONE, Fraction(0)) + _fraction(self._maximize(grad)[0]) <= 0:
+        if v <= 0 and self.extreme(h)[0] <= 0:
             return -1
         return None
 
@@ -311,7 +312,7 @@ class Search:
         the answer, the point and the counters do not depend on the executor.  ``progress(n)``: n
         more cells expanded."""
         out = self.outcome
-        upper = self.bound.upper(self.box, {})
+        upper = self.bound.upper(self.box)
         if upper <= self.tolerance and (upper == 0 or not self.max_diff):
             out.pruned, out.maximum = 1, Fraction(0) if self.max_diff else None
             return out
@@ -397,9 +398,10 @@ class Search:
             return None, None, children, False
         value, point, skipped = None, None, True
         for D in diff:
-            for h in (D, combine([(-1, D)])) if D else ():
+            lo, hi = interval(D, box)
+            for h, high in ((D, hi), (negated(D), -lo)) if D else ():
                 known = max(value or 0, threshold or 0) if self.max_diff else self.tolerance
-                if interval(h, box)[1] <= known:
+                if high <= known:
                     continue                    # on the cell h cannot exceed what is known (or ε)
                 top, x = cell.extreme(h)
                 skipped = False
@@ -504,7 +506,7 @@ class Search:
         bounds = []
         for D in diff:
             if self.max_diff:
-                for h in (D, combine([(-1, D)])):
+                for h in (D, negated(D)):
                     value, x = cell.extreme(h) if h else (Fraction(0), None)
                     if x is not None and (self.outcome.maximum is None or value > self.outcome.maximum):
                         self.outcome.maximum, self.outcome.point = value, x
@@ -513,7 +515,7 @@ class Search:
                 continue
             pair = [cell.witness(combine([(s, D)], eps)) if D else {} for s in (-1, 1)]
             if None in pair:
-                h = D if pair[0] is None else combine([(-1, D)])
+                h = D if pair[0] is None else negated(D)
                 self.outcome.equal, self.outcome.point = False, self._exceeding(cell, h, eps)
                 return None
             bounds.append([_witness_text(w, len(cell.cons)) for w in pair])

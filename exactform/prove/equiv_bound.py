@@ -1,14 +1,14 @@
-"""A sound upper bound of ``|A(x) − B(x)|∞`` over a cell, by exact differential affine relaxation.
+"""A sound upper bound of ``|A(x) − B(x)|∞`` over a box, by exact differential affine relaxation.
 
-Claim: ``DiffBound.upper(box, decided)`` ≥ ``|A(x) − B(x)|∞`` for every x of a cell contained in
-``box`` (a list of exact intervals, one per input) on which every decision in ``decided`` holds
-(the decisions of ``prove.equiv``: a max node's winning piece, a hardmax node's top scores).
+Claim: ``DiffBound.upper(box)`` ≥ ``|A(x) − B(x)|∞`` for every x in ``box`` (a list of exact
+intervals, one per input).
 
 Every node is evaluated to an affine form over x and *noise symbols*, each ranging over a known
 exact interval, so that the form's range over the box (exact interval arithmetic, ``Fraction``
 only; every relaxation number rounded outward to a short dyadic) contains the node's value:
 
-- a node fixed by ``decided`` or by interval dominance over the box is its winning piece (exact);
+- a node fixed by interval dominance over the box is its winning piece (exact); a hardmax node
+  whose scores are all one form of x is the average of its values (every token ties);
 - ``max(p, q)`` otherwise is ``q + λ·t + ε`` with ``t = p − q ∈ [l, u]``, ``λ ≈ u / (u − l)`` in
   [0, 1] and ``ε ∈ [0, max(−λl, (1 − λ)u)]`` (the triangle relaxation: ``relu(t) − λt`` is ≥ 0 and
   convex, so its maximum on [l, u] is at an end); more pieces: ``p_j + ε``, ``ε ∈ [0, U]`` with ``U``
@@ -81,14 +81,14 @@ def pairing(F: Recording, calls_a: int, nodes_a: int) -> dict:
 
 
 class DiffBound:
-    """Upper bounds of ``|A − B|∞`` over cells for the difference forms ``diff`` over ``F``."""
+    """Upper bounds of ``|A − B|∞`` over boxes for the difference forms ``diff`` over ``F``."""
 
     def __init__(self, F: Forms, diff: list, related: dict):
         self.F, self.diff, self.related = F, diff, related
 
-    def upper(self, box: list, decided: dict) -> Fraction:
-        """An upper bound of ``max_k |D_k(x)|`` over every cell in ``box`` where ``decided`` holds."""
-        run = _Run(self, box, decided)
+    def upper(self, box: list) -> Fraction:
+        """An upper bound of ``max_k |D_k(x)|`` over ``box``."""
+        run = _Run(self, box)
         return max((max(-lo, hi) for lo, hi in (run.interval(run.form(D)) for D in self.diff)), default=Fraction(0))
 
 
@@ -100,8 +100,8 @@ def _exact(f: dict) -> bool:
 class _Run:
     """One evaluation over one box: node values memoised, noise symbols with their intervals."""
 
-    def __init__(self, bound: DiffBound, box: list, decided: dict):
-        self.F, self.related, self.decided = bound.F, bound.related, decided
+    def __init__(self, bound: DiffBound, box: list):
+        self.F, self.related = bound.F, bound.related
         self.ranges = {i: (outward(lo, False), outward(hi, True)) for i, (lo, hi) in enumerate(box)}
         self.memo = {}
 
@@ -148,26 +148,15 @@ class _Run:
         return combine([(1, kept), (1, self.noise(("rest", var), low, high))]) if low or high else kept
 
     def exact(self, var: int) -> dict | None:
-        """A max node's winning piece when ``decided`` or interval dominance fixes it on the box."""
+        """A max node's winning piece when interval dominance fixes it on the box."""
         if self.F.nodes[var - self.F.d][0] != "max":
             return None
         if ("exact", var) not in self.memo:
             ps = self.memo["pieces", var] = [self.form(dict(p)) for p in self.F.nodes[var - self.F.d][1]]
-            won = self._fixed("max", ps)
-            if won is None:
-                gaps = [[self.interval(combine([(1, p), (-1, q)])) for q in ps] for p in ps]
-                won = next((p for p, row in zip(ps, gaps) if all(lo >= 0 for lo, _ in row)), None)
+            gaps = [[self.interval(combine([(1, p), (-1, q)])) for q in ps] for p in ps]
+            won = next((p for p, row in zip(ps, gaps) if all(lo >= 0 for lo, _ in row)), None)
             self.memo["exact", var] = None if won is None else dict(won)
         return self.memo["exact", var]
-
-    def _fixed(self, kind: str, pieces: list):
-        """The decision on the cell when every piece is exact (a form over x only) and decided."""
-        if not all(map(_exact, pieces)):
-            return None
-        keys = tuple(sorted({key(p) for p in pieces}))
-        if len(keys) == 1:
-            return keys[0] if kind == "max" else set(keys)
-        return self.decided.get((kind, keys))
 
     def _paired(self, var: int, exact: dict | None) -> dict | None:
         """The node through its partner, ``(other + sign·η) / s``, when that is the better form: for a
@@ -206,9 +195,7 @@ class _Run:
     def _hardmax(self, var: int, data: tuple) -> dict:
         scores = [self.form(dict(s)) for s, _ in data]
         values = [self.form(dict(v)) for _, v in data]
-        top = self._fixed("hardmax", scores)
-        if top is not None:
-            win = [v for s, v in zip(scores, values) if key(s) in top]
-            return combine([(Fraction(1, len(win)), v) for v in win])
+        if all(map(_exact, scores)) and len({key(s) for s in scores}) == 1:     # every token ties
+            return combine([(Fraction(1, len(values)), v) for v in values])
         ivs = [self.interval(v) for v in values]
         return self.noise(("hull", var), min(lo for lo, _ in ivs), max(hi for _, hi in ivs))
