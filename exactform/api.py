@@ -27,7 +27,7 @@ Domain = Sequence[tuple[Number, Number]]
 PathLike = Union[str, "os.PathLike[str]"]
 
 CERTIFICATE = "exactform/certificate@"
-"""The prefix of the certificate formats (``exactform.checker.FORMAT`` is the current one)."""
+"""The prefix of the certificate formats (``exactform.checker.reader.FORMAT`` is the current one)."""
 
 
 class NotProved(Exception):
@@ -112,7 +112,7 @@ def check(certificate: dict[str, Any] | PathLike, maxout: MaxoutNet | PathLike |
           transformer: Transformer | PathLike | None = None, smt: bool = False) -> CheckResult:
     """Re-verify a certificate (a dict or a file) with the independent checker
     (``exactform.checker``), optionally bound to the given Maxout net and Transformer."""
-    from .checker import check_file
+    from .checker.command import check_file
     with tempfile.TemporaryDirectory(prefix="exactform-check-") as tmp:
         path = _as_file(certificate, Path(tmp) / "certificate.cert.json")
         net = None if maxout is None else _as_file(maxout, Path(tmp) / "maxout.json")

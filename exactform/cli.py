@@ -9,7 +9,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv[:1] == ["check"] and "--timeout" not in argv:
-            from .checker import add_parser, run
+            from .checker.command import add_parser, run
             parser = argparse.ArgumentParser(prog="exactform")
             add_parser(parser.add_subparsers(dest="command", required=True))
             code = run(parser.parse_args(argv))

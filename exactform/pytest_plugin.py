@@ -1,5 +1,5 @@
 """A pytest plugin: ``*.cert.json`` files become tests, one item per claim, checked by the
-independent checker (``exactform.checker.check_file``, standard library only); a failing claim
+independent checker (``exactform.checker.command.check_file``, standard library only); a failing claim
 fails with the checker's message, a file that is not a certificate (exit 2) fails as one item
 named ``certificate`` with the checker's one-line error.
 
@@ -63,13 +63,13 @@ def _bound(config, cert) -> tuple[list, list]:
 
 class CertificateFile(pytest.File):
     def collect(self):
-        from .checker import check_file
+        from .checker.command import check_file
         (maxout, transformer), missing = _bound(self.config, self.path)
         if missing:
             yield ClaimItem.from_parent(self, name="binding", ok=False,
                                         message=f"no {' or '.join(missing)} in the --exactform-models folders")
             return
-        result = check_file(self.path, maxout, transformer, smt=_flag(self.config, "smt"))
+        result = check_file(self.path, _flag(self.config, "smt"), maxout=maxout, transformer=transformer)
         if result.code == 2 or not result.claims:
             yield ClaimItem.from_parent(self, name="certificate", ok=False, message=result.known)
             return

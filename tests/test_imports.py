@@ -59,7 +59,7 @@ def offending(importers: tuple[str, ...], imported: tuple[str, ...]) -> list[tup
 def test_imports_are_read():
     """The reader sees module-level, relative and function-level imports."""
     assert "exactform.geometry.bounds" in GRAPH["exactform.prove.symbolic"]
-    assert "exactform.checker_smt" in GRAPH["exactform.checker"]            # inside a function
+    assert "exactform.checker.smt" in GRAPH["exactform.checker.walk"]       # inside a function
     assert "exactform.layout" in GRAPH["exactform.construct.maxout_to_transformer"]
     assert {"flint", "fractions"} <= GRAPH["exactform.numbers"]
 
@@ -81,10 +81,8 @@ def test_models_and_numbers_import_nothing_of_the_command_line():
     assert offending(("models", "numbers"), ("commands", "cli", "deadline")) == []
 
 
-CHECKER = {"exactform.checker", "exactform.checker_smt", "exactform.check_equiv"}
-REPORTS = {"exactform.certificate", "exactform.certificate.junit", "exactform.files", "exactform.errors"}
-"""``check --junit`` writes its report with ``certificate.junit`` after every verdict is in; it and
-what it loads are standard library only too."""
+CHECKER = {n for n in MODULES if inside(n, "checker")}
+"""The checker package: ``check --junit`` writes its report with ``checker.report``, standard library only too."""
 
 
 def closure(name: str) -> set[str]:
@@ -99,12 +97,12 @@ def closure(name: str) -> set[str]:
 
 @pytest.mark.parametrize("name", sorted(CHECKER))
 def test_checker_imports_only_the_standard_library(name):
-    allowed = set(sys.stdlib_module_names) | CHECKER | REPORTS | {"exactform"} | ({"z3"} if name == "exactform.checker_smt" else set())
+    allowed = set(sys.stdlib_module_names) | CHECKER | {"exactform"} | ({"z3"} if name == "exactform.checker.smt" else set())
     assert {t for t in GRAPH[name] if t not in allowed} == set()
     for module in closure(name):
-        solver = {"z3"} if module == "exactform.checker_smt" else set()
+        solver = {"z3"} if module == "exactform.checker.smt" else set()
         assert {t for t in GRAPH[module] if not t.startswith("exactform") and t not in allowed | solver} == set(), module
-    assert closure(name) <= CHECKER | REPORTS | {"exactform"}
+    assert closure(name) <= CHECKER | {"exactform"}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -147,12 +145,5 @@ def test_cycles_are_found():
 
 
 def test_no_import_cycles():
-    """The checker's lazily loaded parts (``check_equiv`` for E1 certificates) use its reader: the
-    checker's files count as one module here; nothing else may form a cycle."""
-    merged = {("exactform.checker" if n in CHECKER else n): {("exactform.checker" if t in CHECKER else t)
-                                                              for t in ts} - ({n} if n in CHECKER else set())
-              for n, ts in GRAPH.items()}
-    for n in CHECKER:
-        merged["exactform.checker"] = merged.get("exactform.checker", set()) | {
-            t for t in GRAPH.get(n, ()) if t not in CHECKER}
-    assert cycles(merged) == []
+    """No cycles anywhere, the checker's files included (``command`` loads the others lazily; none imports it)."""
+    assert cycles(GRAPH) == []

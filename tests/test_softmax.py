@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from nets import random_net
 
-from exactform import checker
+from exactform.checker import walk as checker
 from exactform.certificate.write import certify, certify_softmax
 from exactform.cli import main
 from exactform.construct.maxout_to_transformer import compile_maxout

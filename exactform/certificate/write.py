@@ -1,7 +1,7 @@
 """Writing certificates (docs/spec.md, "Certificates"), LRAT style: the prover does the search
 (``prove.symbolic.analyse``: the phase of every ReLU or its identity partner, the piece each head
 sees in each token) and the certificate carries it as hints, with both models embedded whole.  The
-statements are the checker's own (``exactform.checker.derive`` on the finished document), so a
+statements are the checker's own (``exactform.checker.walk.derive`` on the finished document), so a
 certificate states exactly what ``exactform check`` re-derives.  The file is canonical and holds no
 time, host or path: certifying the same pair twice gives byte-identical files.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from .. import checker
+from ..checker import reader, walk
 from ..models import MaxoutNet, Transformer
 from ..prove.symbolic import Analysis, analyse
 
@@ -50,9 +50,9 @@ def hints(tf: Transformer, a: Analysis) -> dict:
 def document(kind: str, net_json: dict, tf_json: dict, hint: dict, extra: dict[str, dict]) -> tuple[dict, dict]:
     """The certificate of ``kind`` with the checker's statements, and the checker's verdicts
     ``{claim: (holds, statement or reason)}``; a claim that fails is stated as ``NOT PROVED: reason``."""
-    doc = {"format": checker.FORMAT, "kind": kind, "maxout": net_json, "transformer": tf_json, "hints": hint,
-           "claims": [{"id": c, "statement": "", **extra.get(c, {})} for c in checker.CLAIMS[kind]]}
-    derived = checker.derive(doc)[4]
+    doc = {"format": reader.FORMAT, "kind": kind, "maxout": net_json, "transformer": tf_json, "hints": hint,
+           "claims": [{"id": c, "statement": "", **extra.get(c, {})} for c in walk.CLAIMS[kind]]}
+    derived = walk.derive(doc)[4]
     for claim in doc["claims"]:
         holds, words = derived[claim["id"]]
         claim["statement"] = words if holds else f"NOT PROVED: {words}"

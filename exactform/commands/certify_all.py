@@ -112,7 +112,7 @@ def certify_network(job: tuple[str, str, list | None]) -> dict:
     import zlib
 
     from ..certificate.write import certify
-    from ..checker import check_file
+    from ..checker.command import check_file
     from ..construct.maxout_to_transformer import compile_maxout
     from ..formats import InputError, canonical_json, load_json
     from ..importers import import_network

@@ -51,7 +51,7 @@ def _models(paths: list[str], pairs):
 
 
 def run(args) -> int:
-    from ..check_equiv import Unsupported
+    from ..checker.equiv import Unsupported
     from ..formats import InputError, write_json
     from ..models.box import domain_box, parse_domain
     from ..numbers import RationalSyntaxError, format_rational, parse_rational

@@ -115,8 +115,8 @@ def _junit(path: str, results: list[dict], out: str | None = None) -> None:
     wrote there and per claim in it, as re-checked by the independent checker."""
     from xml.etree import ElementTree as ET
 
-    from ..certificate.junit import junit_cases
-    from ..checker import check_file
+    from ..checker.report import junit_cases
+    from ..checker.command import check_file
     from ..formats import write_text
     root = ET.Element("testsuites", name="exactform")
     suite = ET.SubElement(root, "testsuite", name="exactform.prove", tests=str(len(results)),

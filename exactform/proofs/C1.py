@@ -5,7 +5,7 @@ Proved three ways: symbolically with SymPy for every weak ordering of T = 1..4 v
 decided by the signs of symbolic gaps, output simplified against ``Max``); over the reals with Z3
 for T = 1..8 when ``exactform.prove.smt`` is installed (unsat queries); and per instance, for
 every head of the Transformers compiled from the example and random nets (each is recognised as
-a max head of its unit by ``prove.symbolic.analyse`` and by the checker's ``checker.Walk``).
+a max head of its unit by ``prove.symbolic.analyse`` and by the checker's ``checker.walk.Walk``).
 
 Run: ``python proofs/C1.py [--json] [--out DIR]``; exit 0 when proved, 1 otherwise.
 """
@@ -14,7 +14,7 @@ import time
 
 from _common import arguments, finish, pairs, write_certificate
 
-from exactform import checker
+from exactform.checker import reader, walk
 from exactform.certificate.write import certify
 from exactform.prove.symbolic import hardmax_max_identity
 
@@ -42,12 +42,12 @@ def main() -> int:
         ok &= not problems
         doc = cert.document                                       # the checker's own walk counts the heads it verified
         try:
-            walk = checker.Walk(checker.read_maxout(doc["maxout"], "maxout"),
-                                checker.read_transformer(doc["transformer"], "transformer"), doc["hints"], "")
-        except checker.Refuted as e:
+            checked = walk.Walk(reader.read_maxout(doc["maxout"], "maxout"),
+                                reader.read_transformer(doc["transformer"], "transformer"), doc["hints"], "")
+        except reader.Refuted as e:
             ok, count, problems = False, 0, problems or [str(e)]
         else:
-            count = walk.heads
+            count = checked.heads
             ok &= count == sum(len(block) for block in doc["hints"]["pieces"])
         heads += count
         print(f"instance {name}: {count} heads are max heads" if not problems else f"instance {name}: {problems[0]}")

@@ -2,7 +2,7 @@
 (gap form) ≤ (T−1)·Δ·e^{−λδ}, algebraic cores by Z3/SymPy for T = 2..8; certified numeric
 instances; a wrong lemma ln(T)/(2λ) refuted by a concrete counterexample; and, per network, the
 λ chosen for ε = 1/1000, its end-to-end bound |Tf_λ(x) − M(x)|∞ ≤ bound(λ) on the domain, its
-certificate (``certify_softmax``) re-checked by ``exactform/checker.py`` (and refused with λ
+certificate (``certify_softmax``) re-checked by ``exactform/checker/`` (and refused with λ
 edited), and the table of proven bound vs. observed error (enclosures, sampled).
 
 Run: ``python proofs/C5.py [--json] [--max-tokens 8] [--table] [--write-table proofs/C5_table.md]``;
@@ -19,7 +19,7 @@ from fractions import Fraction
 
 from _common import finish, nets
 
-from exactform import checker
+from exactform.checker import walk
 from exactform.certificate.write import certify_softmax
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.geometry.enclosure import enclose, softmax_error
@@ -134,10 +134,10 @@ def networks(rng: random.Random, table: list[str]) -> bool:
         below = depth_bound(net, lam - 1) if lam > 1 else None
         tf = compile_maxout(net).with_attention(lam)
         doc = certify_softmax(net, tf, EPS, result.log_tokens).document
-        verdict = checker.verify(doc)
+        verdict = walk.verify(doc)
         edited = copy.deepcopy(doc)                      # the same certificate for λ − 1 (or λ/2): must fail
         edited["transformer"]["attention"] = {"softmax": format_rational(lam - 1 if lam > 1 else lam / 2)}
-        rejected = checker.verify(edited).code == 1
+        rejected = walk.verify(edited).code == 1
         good = result.bound <= EPS and (below is None or below.bound > EPS) and verdict.ok and rejected
         ok &= good
         print(f"{name}: T = {net.max_rank}, λ = {lam} for ε = {EPS}: bound {float(result.bound):.6g}"

@@ -1,5 +1,5 @@
 """Claim C8 (certificates): every pair's certificate is re-verified by the independent checker
-(``exactform/checker.py``: standard library, Fraction arithmetic, nothing of the prover), and the
+(``exactform/checker/``: standard library, Fraction arithmetic, nothing of the prover), and the
 checker rejects what it must: a changed Transformer weight, a changed Maxout bias, a wrong phase
 hint, a head's wrong piece hint, a too-small shift R_ij, a forged statement, a dropped claim and
 an unknown claim C9 each fail a named claim (exit 1); a float literal, malformed JSON, a wrong
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from _common import arguments, finish, pairs, write_certificate
 
-from exactform import checker
+from exactform.checker.command import check_file
 from exactform.certificate.write import certify
 from exactform.construct.maxout_to_transformer import compile_maxout, shift_constants
 from exactform.formats import write_json
@@ -83,7 +83,7 @@ def main() -> int:
         for name, net, tf in pairs():
             cert = certify(net, tf)
             write_json(path, cert.document)
-            r = checker.check_file(path)
+            r = check_file(path)
             good = r.code == 0
             ok &= good
             checked += 1
@@ -93,7 +93,7 @@ def main() -> int:
                 continue
             for what, bad in mutations(cert.document, net, tf).items():
                 write_json(path, bad)
-                r = checker.check_file(path)
+                r = check_file(path)
                 named = ", ".join(c for c, holds, _ in r.claims if not holds)
                 ok &= r.code == 1 and MUST_FAIL.get(what, "C3") in named
                 rejected += r.code == 1
@@ -105,7 +105,7 @@ def main() -> int:
                            "wrong format": json.dumps({"format": "x"}),
                            "not a certificate": json.dumps(good[1].to_json())}.items():
             path.write_text(text)
-            r = checker.check_file(path)
+            r = check_file(path)
             ok &= r.code == 2 and r.known.count("\n") == 0
             print(f"{what}: exit {r.code} (not a certificate: {r.known.split(': ', 1)[1]})")
     return finish(args, "C8", ok, f"{checked} certificates re-verified independently, {rejected} broken ones "

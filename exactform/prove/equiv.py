@@ -1,7 +1,7 @@
 """Exact equivalence of two models on a box, by splitting the box into cells (claim E1).
 
 Both models are read as exact affine forms over the inputs and max / hardmax nodes
-(``exactform.check_equiv``: the same semantics the checker verifies).  The difference A − B is
+(``exactform.checker.equiv``: the same semantics the checker verifies).  The difference A − B is
 evaluated on a cell, starting from the box; a node it needs whose choice (the winning piece, the
 argmax tokens) the cell does not fix, as decided by exact rational LP (``geometry.lp``), splits the
 cell by the hyperplane of two pieces (closed halves: a max is continuous) or two scores (g > 0,
@@ -21,7 +21,7 @@ from fractions import Fraction
 
 import flint
 
-from ..check_equiv import (ONE, Unsupported, box_constraints, combine, evaluate, implied, interval, negated, outputs,
+from ..checker.equiv import (ONE, Unsupported, box_constraints, combine, evaluate, implied, interval, negated, outputs,
                            read_model)
 from ..numbers import format_rational
 from ..geometry.lp import argmaximize, dual_simplex
@@ -565,7 +565,7 @@ def _exact(doc: dict):
 
 def certificate(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None, tree: dict) -> dict:
     """The ``exactform/certificate`` document of claim E1 for a proved comparison."""
-    from ..check_equiv import FORMAT, statement
+    from ..checker.equiv import FORMAT, statement
     return {"format": FORMAT, "kind": "equivalence", "models": {"a": a_json, "b": b_json},
             "claims": [{"id": "E1", "statement": statement(box, tolerance),
                         "evidence": {"box": {"lower": [format_rational(lo) for lo, _ in box],

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..check_equiv import ONE, Forms, combine, interval, key
+from ..checker.equiv import ONE, Forms, combine, interval, key
 
 BITS = 24                   # significant bits kept by ``outward``: relaxation numbers stay short
 

@@ -1,15 +1,14 @@
 """Claim E1 — models A and B agree on a box, exactly or within ε — checked with ``fractions`` only
-(standard library and the strict reader of ``exactform.checker``).  The models are read as affine
+(standard library and the checker's reader).  The models are read as affine
 forms over the inputs and max / hardmax nodes; the certificate's tree splits the box, fixes nodes on
 cells by Farkas witnesses and bounds A − B on every leaf.  Specified in docs/equiv.md."""
 from __future__ import annotations
 
 from fractions import Fraction
 
-from .checker import (FORMAT, ONE, Malformed, Refuted, box, combine, domain, fields, integer, interval,  # noqa: F401
-                      items, rational, read_maxout, read_transformer, row)
-
-MAX_TREE = 10 ** 6          # tree nodes and decisions: bounds the work on a hostile certificate
+from .cost import MAX_WORK, weight
+from .reader import (FORMAT, ONE, Malformed, Refuted, box, combine, domain, fields, integer, interval, items, load,
+                     rational, read_maxout, read_transformer, row, spent)
 
 
 class Unsupported(ValueError):
@@ -121,23 +120,61 @@ def outputs(F: Forms, model) -> list:
 
 
 def evaluate(F: Forms, f: dict, memo: dict, decide) -> dict:
-    """``f`` as an affine map of x on a cell where ``decide(kind, content)`` fixes each node."""
-    return combine([(a, {k: Fraction(1)} if k < F.d else memo[k] if k in memo else _node_value(F, k, memo, decide))
-                    for k, a in f.items()])
+    """``f`` as an affine map of x on a cell where ``decide(kind, content)`` fixes each node; the nodes it
+    needs are valued bottom-up from an explicit stack (no recursion on the models' depth)."""
+    stack = [k for k in f if k >= F.d]
+    while stack:
+        if (var := stack[-1]) in memo:
+            stack.pop()
+            continue
+        kind, data = F.nodes[var - F.d]
+        if needs := [k for form in (data if kind == "max" else (f for pair in data for f in pair)) for k, _ in form
+                     if k >= F.d and k not in memo]:
+            stack += needs
+            continue
+        memo[stack.pop()] = _node_value(F, kind, data, memo, decide)
+    return _affine(F, f, memo)
 
 
-def _node_value(F: Forms, var: int, memo: dict, decide) -> dict:
-    kind, data = F.nodes[var - F.d]
+def _affine(F: Forms, f, memo: dict) -> dict:
+    return combine([(a, {k: Fraction(1)} if k < F.d else memo[k]) for k, a in dict(f).items()])
+
+
+def _node_value(F: Forms, kind: str, data: tuple, memo: dict, decide) -> dict:
     if kind == "max":
-        ps = {key(e): e for e in (evaluate(F, dict(p), memo, decide) for p in data)}
-        value = ps[decide("max", tuple(sorted(ps)))] if len(ps) > 1 else next(iter(ps.values()))
-    else:
-        keys = [key(evaluate(F, dict(s), memo, decide)) for s, _ in data]
-        distinct = tuple(sorted(set(keys)))
-        top = decide("hardmax", distinct) if len(distinct) > 1 else set(distinct)
-        win = [evaluate(F, dict(v), memo, decide) for s, (_, v) in zip(keys, data) if s in top]
-        value = combine([(Fraction(1, len(win)), w) for w in win])
-    return memo.setdefault(var, value)
+        ps = {key(e): e for e in (_affine(F, p, memo) for p in data)}
+        return ps[decide("max", tuple(sorted(ps)))] if len(ps) > 1 else next(iter(ps.values()))
+    keys = [key(_affine(F, s, memo)) for s, _ in data]
+    distinct = tuple(sorted(set(keys)))
+    top = decide("hardmax", distinct) if len(distinct) > 1 else set(distinct)
+    win = [_affine(F, v, memo) for s, (_, v) in zip(keys, data) if s in top]
+    return combine([(Fraction(1, len(win)), w) for w in win])
+
+
+def work(tree, models, d: int, where: str) -> int:
+    """An upper bound on the entries the check touches, from the sizes alone (before any arithmetic): the
+    models' forms (T² scores a head), and per tree node its witnesses over the cell's constraints, the
+    decisions it inherits and, at a leaf, the models' nodes valued as affine maps of x."""
+    size = sum(len(w) + 1 for m in models if hasattr(m, "layers") for layer in m.layers for u in layer for w, _ in u) + sum(
+        m.tokens * (sum(map(len, b[1])) + sum(map(len, b[3])) if b[0] == "feedforward" else
+                    m.tokens * sum(len(r) for h in b[1] for r in h[0] + h[1] + h[2]))
+        for m in models if not hasattr(m, "layers") for b in m.blocks)
+    total, stack = size * (d + 1), [(tree, 2 * d, 0)]
+    while stack:
+        node, cons, decided = stack.pop()
+        entries = node.get("decide", []) if isinstance(node, dict) else []
+        decided += len(entries) if isinstance(entries, list) else 0
+        total += decided + (cons + d) * sum(len(p) + 1 if isinstance(p := e.get("max", e.get("hardmax")), list) else 1
+                                            for e in entries if isinstance(e, dict))
+        children = node.get("children") if isinstance(node, dict) else None
+        if isinstance(children, list) and children:
+            stack += [(c, cons + 1, decided) for c in children]
+        else:
+            total += size * (d + 1)
+    if (total := total * weight(int(3.33 * spent[1]) + 1)) > MAX_WORK:
+        raise Malformed(f"{where}: checking it would touch about {total:.2e} weighted entries (tree nodes × decisions "
+                        f"× constraints, model sizes), beyond the checker's limit {MAX_WORK:.0e}")
+    return total
 
 
 def implied(cons: list, h: dict, strict: bool, w: dict) -> bool:
@@ -171,15 +208,17 @@ def read_model(v, where):
     return (read_transformer if transformer else read_maxout)(v, where)
 
 
-def check(cert: dict, name: str) -> str:
-    """The statement of E1 if ``cert`` proves it; ``Refuted`` if not; ``ValueError`` if malformed."""
+def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
+    """The statement of E1 if ``cert`` proves it about its models (equal to those of the files ``bind_a`` and
+    ``bind_b`` when given); ``Refuted`` if not; ``ValueError`` if malformed."""
     try:
-        return _check(cert, name)
+        return _check(cert, name, bind_a, bind_b)
     except (Malformed, RecursionError) as e:
         raise ValueError(f"{name}: {e}") from None
 
 
-def _check(cert: dict, name: str) -> str:
+def _check(cert: dict, name: str, bind_a, bind_b) -> str:
+    spent[:] = [0, 0]
     fields(cert, name, ("format", "kind", "models", "claims"))
     if cert["format"] != FORMAT or cert["kind"] != "equivalence":
         raise Malformed(f"format, kind: expected {FORMAT!r}, \"equivalence\"")
@@ -194,18 +233,20 @@ def _check(cert: dict, name: str) -> str:
     said = statement(cube, eps)
     if claim["statement"] != said:
         raise Refuted(f"{name}: the statement is not {said!r}")
+    for role, path, model in (("a", bind_a, a), ("b", bind_b, b)):
+        if path is not None and read_model(load(path), f"{path}: model") != model:
+            raise Refuted(f"{name}: the certificate's model {role} is not the model in {path}")
+    work(ev["tree"], (a, b), d, name)
     F = Forms(cube)
     diff = [(combine([(1, p), (-1, q)])) for p, q in zip(outputs(F, a), outputs(F, b))]
 
     def xform(v, where):                   # an affine map of x: d coefficients, then the constant
         return {ONE if k == d else k: q for k, q in row(v, where, d + 1).items()}
-    stack, seen = [(ev["tree"], "tree", box_constraints(cube), {})], 0
+    stack = [(ev["tree"], "tree", box_constraints(cube), {})]
     while stack:
         node, at, cons, decided = stack.pop()
         node, decided = fields(node, at, (), ("decide", "split", "children", "empty", "bound")), dict(decided)
         entries = items(node.get("decide", []), f"{at}.decide")
-        if (seen := seen + 1 + len(entries)) > MAX_TREE:
-            raise Malformed(f"more than {MAX_TREE} tree nodes and decisions")
         def shows(h, strict, w, where):
             if not implied(cons, h, strict, row(w, where, len(cons))):
                 raise Refuted(f"{name}: {where}: the witness does not show {'>' if strict else '≥'} 0")

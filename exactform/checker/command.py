@@ -1,0 +1,82 @@
+"""``exactform check`` (docs/spec.md §6.6): one verdict per certificate, bound to the user's model files.
+Loads the walk (C1–C5) or ``equiv`` (E1) by the certificate's kind, ``smt`` with ``--smt`` and ``report``
+with ``--junit``; none of them imports this module, so there is no cycle."""
+import os
+import sys
+from typing import NamedTuple
+
+from .reader import Malformed, Refuted, load
+
+BINDING = {"equality": ("maxout", "transformer"), "softmax": ("maxout", "transformer"), "equivalence": ("a", "b")}
+
+class Result(NamedTuple):
+    code: int            # 0 every claim holds, 1 a claim fails or is missing, 2 not a certificate
+    claims: list         # [(claim, holds, the checker's statement or why it fails)]
+    known: str           # what is now known, in words (code 0); why not (1); the one-line error (2)
+    ok = property(lambda self: self.code == 0, doc="every check of the certificate holds")
+
+def check_file(path, smt: bool = False, **bound) -> Result:
+    """The verdict on one certificate; ``bound``: {role: model file} for the roles its kind names
+    (``maxout``/``transformer``, or ``a``/``b`` for E1), each role or none."""
+    claim = "certificate"
+    try:
+        doc, bound = load(path), {k: v for k, v in bound.items() if v is not None}
+        kind = doc.get("kind") if isinstance(doc, dict) else None
+        roles = BINDING.get(kind, ())
+        if bound and set(bound) != set(roles):
+            raise Malformed(f"{path}: {'an' if kind == 'equivalence' else 'a'} {kind} certificate is bound with " + " ".join(f"--{r} FILE" for r in roles)
+                            + f", not {' '.join(f'--{r}' for r in sorted(bound))}")
+        if kind == "equivalence":
+            from .equiv import check
+            claim = "E1"
+            return Result(0, [(claim, True, known := check(doc, str(path), bound.get("a"), bound.get("b")))], known)
+        from .walk import verify
+        return verify(doc, f"{path}: ", bound.get("maxout"), bound.get("transformer"), smt)
+    except (Malformed, ValueError) as e:
+        return Result(2, [], str(e))
+    except Refuted as e:
+        return Result(1, [(claim, False, str(e))], f"nothing is known: {e}")
+
+def add_parser(sub):
+    p = sub.add_parser("check", help="re-verify certificates with the independent standard-library checker")
+    p.add_argument("certificates", nargs="+", help="certificate files, or folders of *cert*.json(.gz) files")
+    for role, what in (("maxout", "the embedded Maxout net"), ("transformer", "the embedded Transformer"),
+                       ("a", "model A of an E1 certificate"), ("b", "model B of an E1 certificate")):
+        p.add_argument(f"--{role}", metavar="FILE", help=f"bind: {what} must be this file's")
+    p.add_argument("--smt", action="store_true", help="also prove the obligations with Z3, queries built from the models")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every claim's statement")
+    p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report (one case per claim)")
+    p.epilog = "exactform --timeout SECONDS check ... stops the check after SECONDS (exit 1)."
+    return p
+
+def run(args) -> int:
+    """One line per certificate as it is checked, its failures, what is known; outputs checked first."""
+    bound = {r: getattr(args, r) for r in ("maxout", "transformer", "a", "b") if getattr(args, r) is not None}
+    try:
+        files = [f for p in args.certificates for f in (sorted(os.path.join(p, n) for n in os.listdir(p) if "cert" in n
+                                                                and n.endswith((".json", ".json.gz"))) if os.path.isdir(p) else [p])]
+        if not files or (len(files) > 1 and bound):
+            raise Malformed(f"{' '.join(args.certificates)}: " + ("no certificate files" if not files else
+                            "--maxout/--transformer/--a/--b bind exactly one certificate"))
+        if args.junit is not None:
+            from .report import writable
+            writable(args.junit, files + list(bound.values()))
+    except (Malformed, OSError) as e:
+        print(f"exactform: error: {getattr(e, 'strerror', None) and f'{e.filename}: {e.strerror}' or e}", file=sys.stderr)
+        return 2
+    results = []
+    for f in files:
+        results.append(r := check_file(f, args.smt, **bound))
+        if r.code == 2:
+            print(f"exactform: error: {r.known}", file=sys.stderr, flush=True)
+            continue
+        print(f"{f}: " + ", ".join(f"{c} {'holds' if h else 'FAILS'}" for c, h, _ in r.claims))
+        print("".join(f"  {c}: {words}\n" for c, h, words in r.claims if not h or args.verbose), end="")
+        print(f"{f}: {r.known}", flush=True)
+    if len(files) > 1:
+        print(f"{sum(h for r in results for _, h, _ in r.claims)} of {sum(len(r.claims) for r in results)} claims "
+              f"hold in {sum(r.ok for r in results)} of {len(files)} certificates")
+    if args.junit is not None:
+        from .report import write_junit
+        write_junit(args.junit, files, results)
+    return max(r.code for r in results)

@@ -1,0 +1,39 @@
+"""The checker's work bound (docs/spec.md §6.1), computed from the sizes read before any arithmetic: the
+affine-form entries the walk of §6.3 touches, weighted by the size of the numbers read; and the cap
+on derived numbers, checked after every block, under which that weight stays valid."""
+from .reader import Malformed
+
+MAX_WORK = 3 * 10 ** 8       # weighted form entries: about a minute of the walk on a 2-core development machine
+MAX_BITS = 1 << 14           # bits of a derived numerator or denominator
+
+def weight(bits: int) -> int:
+    """The cost of one Fraction operation on numbers of ``bits`` bits, relative to small ones."""
+    return 1 + (bits >> 10) ** 2
+
+def walk_work(net, tf, bits: int, where: str) -> int:
+    """An upper bound on the form entries the walk reads or writes: each coordinate's form has at most
+    ``size`` entries (never more than M's variables + 1), propagated block by block; × T tokens."""
+    V = len(net.box) + sum(map(len, net.layers)) + 1
+    work, size = 2 * sum(len(w) + 1 for layer in net.layers for unit in layer for w, _ in unit), [min(V, len(e) + 1) for e in tf.embed]
+    for block in tf.blocks:
+        if block[0] == "feedforward":
+            pre = [min(V, 1 + sum(size[c] for c in r)) for r in block[1]]
+            work += tf.tokens * (sum(size[c] for r in block[1] for c in r) + 3 * sum(pre) + len(size)
+                                 + sum(p * len(col) for p, col in zip(pre, block[3])))
+            for p, col in zip(pre, block[3]):
+                for r in col:
+                    size[r] = min(V, size[r] + p)
+        else:
+            for q, k, v, o in block[1]:
+                work += tf.tokens * (sum(size[c] for m in (q, k, v) for r in m for c in r) + V * (len(k) + 3))
+                for r in (r for r, e in enumerate(o) if e):
+                    size[r] = min(V, size[r] + 1)
+    if (total := work * weight(bits)) > MAX_WORK:
+        raise Malformed(f"{where}: the walk would touch about {total:.2e} weighted form entries (tokens × blocks × "
+                        f"form sizes, numbers of {bits} bits), beyond the checker's limit {MAX_WORK:.0e}")
+    return total
+
+def bounded(numbers, where: str):
+    """Refuse a derived number beyond MAX_BITS (checked after every block of the walk)."""
+    if any(max(q.numerator.bit_length(), q.denominator.bit_length()) > MAX_BITS for q in numbers):
+        raise Malformed(f"{where}: a derived number exceeds {MAX_BITS} bits, beyond the checker's work limit")

@@ -1,0 +1,261 @@
+"""The checker's strict reader (docs/spec.md §4, §6.1) and the exact affine forms it computes with,
+standard library only.  Canonical rationals, no floats, no duplicate keys, regular files; every size is
+bounded before anything is materialised: the file's bytes, the memory its parse may take (estimated
+from its text), each declared length and the list entries materialised in all (``spent``)."""
+import gzip
+import json
+import math
+import os
+import re
+import stat
+import zlib
+from fractions import Fraction
+from typing import NamedTuple
+
+FORMAT = "exactform/certificate@2"
+MAX_DIGITS = 4000            # decimal digits of a numerator or denominator
+MAX_BYTES = 1 << 26          # 64 MiB of JSON in a file, decompressed for *.gz
+MAX_MEMORY = 450 << 20       # bytes a parsed file may take, estimated from its text before parsing
+MAX_LENGTH = 10 ** 5         # a vector's length, a matrix's rows, a Transformer's width or tokens
+MAX_ENTRIES = 2 * 10 ** 7    # list entries materialised while reading one certificate
+ONE = -1                     # key of the constant term of an affine form {variable: coefficient}
+_RATIONAL = re.compile(r"(-?)(0|[1-9][0-9]*)(?:/([1-9][0-9]*))?")
+spent = [0, 0]               # list entries materialised, most digits of a number read (reset per certificate)
+
+class Malformed(Exception): """Not a readable certificate or model, or beyond a work limit (exit 2)."""
+
+class Refuted(Exception): """A claim does not follow from the certificate (exit 1)."""
+
+class _Float(str): """A JSON float literal or constant, kept so that the reader can name its field."""
+
+def load(path) -> object:
+    """A JSON regular file (gzip if named *.gz) of at most MAX_BYTES whose parse is estimated to fit
+    in MAX_MEMORY; floats and 40+-digit integers kept as markers to refuse."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise Malformed(f"{path}: not a regular file")
+        with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as f:
+            if len(data := f.read(MAX_BYTES + 1)) > MAX_BYTES:
+                raise Malformed(f"{path}: larger than {MAX_BYTES} bytes (decompressed): beyond the checker's limit")
+    except (OSError, EOFError, zlib.error) as e:
+        raise Malformed(f"{path}: {getattr(e, 'strerror', None) or e}") from None
+    # CPython's sizes, rounded up: a list 64 B + 16 B an entry, an object 240 B + 100 B a member, a string 50 B + its text
+    memory = 64 * data.count(b"[") + 240 * data.count(b"{") + 100 * data.count(b":") + 16 * data.count(b",") \
+        + 25 * data.count(b'"') + 2 * len(data)
+    if memory > MAX_MEMORY:
+        raise Malformed(f"{path}: parsing would take about {memory >> 20} MiB, beyond the checker's limit of "
+                        f"{MAX_MEMORY >> 20} MiB")
+    try:
+        return json.loads(data, parse_float=_Float, parse_constant=_Float, object_pairs_hook=_object,
+                          parse_int=lambda s: _Float(s) if len(s.lstrip("-")) > 40 else int(s))
+    except (ValueError, RecursionError) as e:
+        raise Malformed(f"{path}: not JSON: {str(e)[:80]}") from None
+
+def _object(pairs):
+    if len(out := dict(pairs)) != len(pairs):
+        raise ValueError(f"duplicate key in {sorted(k for k, _ in pairs)[:5]}")
+    return out
+
+def _fail(where, message):
+    raise Malformed(f"{where}: {message}")
+
+def fields(obj, where, required, optional=()):
+    if not isinstance(obj, dict):
+        _fail(where, "expected an object")
+    for k in sorted(obj.keys() - set(required) - set(optional)):
+        _fail(where, f"unknown field {k!r}")
+    for k in (k for k in required if k not in obj):
+        _fail(where, f"missing field {k!r}")
+    return obj
+
+def integer(v, where, low=0, high=MAX_LENGTH):
+    if type(v) is not int or not low <= v <= high:
+        _fail(where, f"expected an integer in [{low}, {high}], got {str(v)[:40]}")
+    return v
+
+def items(v, where, n=None, nonempty=False):
+    if not isinstance(v, list) or (n is not None and len(v) != n) or (nonempty and not v):
+        _fail(where, f"expected a {'non-empty ' if nonempty else ''}list{'' if n is None else f' of {n} entries'}")
+    return v
+
+def charge(n, where):
+    """Account for ``n`` list entries about to be materialised; refuse beyond MAX_ENTRIES in all."""
+    spent[0] += n
+    if spent[0] > MAX_ENTRIES:
+        _fail(where, f"more than {MAX_ENTRIES} entries in all: beyond the checker's work limit")
+    return n
+
+def rational(v, where, i=None, _seen={}) -> Fraction:
+    """A canonical rational string ``-?N(/D)?``: reduced, D > 1, ≤ MAX_DIGITS digits each (``_seen``: those read)."""
+    if type(v) is str and v in _seen:
+        spent[1] = max(spent[1], len(v))
+        return _seen[v]
+    at = where if i is None else f"{where}[{i}]"
+    if not isinstance(v, str) or isinstance(v, _Float):
+        _fail(at, f"float literal {v[:40]} (rationals are strings such as \"-7/12\")" if isinstance(v, _Float)
+              else "expected a rational string such as \"-7/12\"")
+    m, spent[1] = _RATIONAL.fullmatch(v), max(spent[1], len(v))
+    if not m or len(m[2]) > MAX_DIGITS or len(m[3] or "") > MAX_DIGITS:
+        _fail(at, f"{v[:40]!r} is not a rational of at most {MAX_DIGITS} digits such as \"-7/12\"")
+    p, d = int(m[2]), int(m[3] or 1)
+    if (m[3] and d == 1) or math.gcd(p, d) != 1 or (m[1] and p == 0):
+        _fail(at, f"{v[:40]!r} is not canonical (reduced, denominator > 1, no '-0')")
+    return _seen.setdefault(v, Fraction(-p if m[1] else p, d)) if len(_seen) < 10 ** 6 else Fraction(-p if m[1] else p, d)
+
+def row(v, where, n, entry=rational) -> dict:
+    """The non-zero entries {index: entry} of a length-n vector, dense or ``{"length", "index", "value"}``;
+    an entry is a rational, or a row when the vector is the list of rows of a matrix."""
+    if isinstance(v, list):
+        if len(v) != n:
+            _fail(where, f"{len(v)} entries, expected {n}")
+        return {i: q for i, x in enumerate(v) if (q := entry(x, where, i))}
+    fields(v, where, ("length", "index", "value"))
+    index, value = items(v["index"], f"{where}.index"), items(v["value"], f"{where}.value", len(v["index"]))
+    if integer(v["length"], f"{where}.length") != n:
+        _fail(f"{where}.length", f"{v['length']}, expected {n}")
+    out, last = {}, -1
+    for k, (i, x) in enumerate(zip(index, value)):
+        last = integer(i, f"{where}.index[{k}]", last + 1, n - 1)
+        if not (q := entry(x, f"{where}.value", k)):
+            _fail(f"{where}.value[{k}]", "a listed sparse entry is zero")
+        out[i] = q
+    return out
+
+def dense(v, where, n) -> list:
+    r = row(v, where, n)
+    return [r.get(i, Fraction(0)) for i in range(charge(n, where))]
+
+def matrix(v, where, rows, cols, nonempty=False) -> list:
+    """``rows`` rows (any number if None) of ``cols`` entries; all-zero rows may be left out of a sparse list."""
+    n = rows if rows is not None else len(items(v, where, nonempty=nonempty)) if isinstance(v, list) else \
+        integer(fields(v, where, ("length", "index", "value"))["length"], f"{where}.length", int(nonempty))
+    r, zero = row(v, where, n, lambda x, at, i: row(x, f"{at}[{i}]", cols)), {}
+    return [r.get(i, zero) for i in range(charge(n, where))]
+
+def affine_rows(weight, bias, wat, bat, cols) -> list:
+    """``[(weights, bias)]``: a non-empty list of rows of length ``cols`` and one bias per row."""
+    rows = matrix(weight, wat, None, cols, nonempty=True)
+    return list(zip(rows, dense(bias, bat, len(rows))))
+
+def box(v, where, n) -> list:
+    fields(v, where, ("lower", "upper"))
+    out = list(zip(dense(v["lower"], f"{where}.lower", n), dense(v["upper"], f"{where}.upper", n)))
+    for i, (lo, hi) in enumerate(out):
+        if lo > hi:
+            _fail(f"{where}.lower[{i}]", "above the upper bound: the box is empty")
+    return out
+
+class Maxout(NamedTuple):
+    box: list          # [(lower, upper)] per input
+    layers: list       # [layer][unit][piece] = (weights {input: a}, bias)
+    readout: list      # [(weights, bias)] per output
+
+class Transformer(NamedTuple):
+    box: list
+    tokens: int
+    width: int
+    scale: Fraction | None   # softmax λ, None for hardmax
+    embed: list              # [coordinate] weights over the inputs
+    position: list           # [token][coordinate]
+    blocks: list             # ("feedforward", w1 rows, b1, w2 columns, b2) | ("attention", [(q, k, v, o)])
+    token: int
+    readout: list            # [(weights, bias)] per output
+
+def read_maxout(v, where) -> Maxout:
+    fields(v, where, ("format", "input_dim", "domain", "layers", "readout"))
+    if v["format"] != "exactform/maxout@1":
+        _fail(f"{where}.format", "expected \"exactform/maxout@1\"")
+    n = integer(v["input_dim"], f"{where}.input_dim", 1)
+    layers = []
+    for l, layer in enumerate(items(v["layers"], f"{where}.layers", nonempty=True)):
+        at = f"{where}.layers[{l}]"
+        units = items(fields(layer, at, ("weight", "bias"))["weight"], f"{at}.weight", nonempty=True)
+        layers.append([affine_rows(ws, bs, f"{at}.weight[{i}]", f"{at}.bias[{i}]", n)
+                       for i, (ws, bs) in enumerate(zip(units, items(layer["bias"], f"{at}.bias", len(units))))])
+        n = len(units)
+    r = fields(v["readout"], f"{where}.readout", ("weight", "bias"))
+    return Maxout(box(v["domain"], f"{where}.domain", v["input_dim"]), layers,
+                  affine_rows(r["weight"], r["bias"], f"{where}.readout.weight", f"{where}.readout.bias", n))
+
+def read_transformer(v, where) -> Transformer:
+    fields(v, where, ("format", "input_dim", "tokens", "width", "attention", "domain", "embed", "blocks",
+                      "readout"), ("layout",))
+    if v["format"] != "exactform/transformer@1":
+        _fail(f"{where}.format", "expected \"exactform/transformer@1\"")
+    d, T, w = (integer(v[k], f"{where}.{k}", 1) for k in ("input_dim", "tokens", "width"))
+    charge(T * w, f"{where}.tokens")
+    scale = None
+    if v["attention"] != "hardmax":
+        scale = rational(fields(v["attention"], f"{where}.attention", ("softmax",))["softmax"], f"{where}.attention.softmax")
+        if scale <= 0:
+            _fail(f"{where}.attention.softmax", "λ must be positive")
+    fields(v["embed"], f"{where}.embed", ("weight", "bias"))
+    blocks = []
+    for b, block in enumerate(items(v["blocks"], f"{where}.blocks")):
+        at = f"{where}.blocks[{b}]"
+        if isinstance(block, dict) and block.get("kind") == "feedforward":
+            fields(block, at, ("kind", "w1", "b1", "w2", "b2"))
+            w1 = matrix(block["w1"], f"{at}.w1", None, w, nonempty=True)
+            columns = [{} for _ in range(charge(len(w1), at))]
+            for r, entries in enumerate(matrix(block["w2"], f"{at}.w2", w, len(w1))):
+                for u, a in entries.items():
+                    columns[u][r] = a
+            blocks.append(("feedforward", w1, dense(block["b1"], f"{at}.b1", len(w1)), columns,
+                           dense(block["b2"], f"{at}.b2", w)))
+        else:
+            heads = items(fields(block, at, ("kind", "heads"))["heads"], f"{at}.heads", nonempty=True)
+            if block["kind"] != "attention":
+                _fail(f"{at}.kind", "expected \"feedforward\" or \"attention\"")
+            blocks.append(("attention", [head(h, f"{at}.heads[{i}]", w) for i, h in enumerate(heads)]))
+    r = fields(v["readout"], f"{where}.readout", ("token", "weight", "bias"))
+    return Transformer(box(v["domain"], f"{where}.domain", d), T, w, scale,
+                       matrix(v["embed"]["weight"], f"{where}.embed.weight", w, d),
+                       [dense(p, f"{where}.embed.bias[{t}]", w) for t, p in enumerate(items(v["embed"]["bias"], f"{where}.embed.bias", T))],
+                       blocks, integer(r["token"], f"{where}.readout.token", 0, T - 1),
+                       affine_rows(r["weight"], r["bias"], f"{where}.readout.weight", f"{where}.readout.bias", w))
+
+def head(h, at, w) -> tuple:
+    """``(query, key, value, output)`` of a head with at least one query row and one value row."""
+    query = matrix(fields(h, at, ("query", "key", "value", "output"))["query"], f"{at}.query", None, w, True)
+    value = matrix(h["value"], f"{at}.value", None, w, True)
+    return query, matrix(h["key"], f"{at}.key", len(query), w), value, matrix(h["output"], f"{at}.output", w, len(value))
+
+def combine(terms, constant=0) -> dict:
+    """Σ a·form + constant over ``terms = [(a, form)]``, zero coefficients dropped."""
+    out = {ONE: constant} if constant else {}
+    for a, form in terms:
+        for k, x in form.items():   # products by 1 and sums with a new key skipped: Fraction arithmetic is slow
+            y = x if a == 1 else a if x == 1 and type(a) is Fraction else a * x
+            out[k] = out[k] + y if k in out else y
+    return {k: x for k, x in out.items() if x}
+
+def slack(form, err) -> Fraction:
+    """Σ |a_k|·err_k: how far the form moves when each variable k moves by at most err_k."""
+    return sum((abs(a) * err[k] for k, a in form.items() if k != ONE and err[k]), Fraction(0))
+
+def dot(pairs) -> Fraction:
+    """Σ a·b exactly, as one integer sum over the common denominator (one Fraction, not one per term)."""
+    terms = [(a.numerator * b.numerator, a.denominator * b.denominator) for a, b in pairs if b]
+    den = math.lcm(1, *(d for _, d in terms))
+    return Fraction(sum(n * (den // d) for n, d in terms), den)
+
+def interval(form, box, err=None) -> tuple:
+    """Exact bounds of the form over the box of its variables, widened by ``slack(form, err)``."""
+    ends, s = [(a, box[k] if a > 0 else box[k][::-1]) for k, a in form.items() if k != ONE], slack(form, err) if err else 0
+    return (form.get(ONE, 0) + dot((a, e[0]) for a, e in ends) - s, form.get(ONE, 0) + dot((a, e[1]) for a, e in ends) + s)
+
+def text(q) -> str:
+    if max(q.numerator.bit_length(), q.denominator.bit_length()) > 13000:
+        raise Refuted(f"a derived number has more than {MAX_DIGITS} digits")
+    return str(q)
+
+class Result(NamedTuple):
+    code: int            # 0 every claim holds, 1 a claim fails or is missing, 2 not a certificate
+    claims: list         # [(claim, holds, the checker's statement or why it fails)]
+    known: str           # what is now known, in words (code 0); why not (1); the one-line error (2)
+    ok = property(lambda self: self.code == 0, doc="every check of the certificate holds")
+
+def domain(box) -> str:
+    if len(box) > 1 and len(set(box)) == 1:
+        return f"[{text(box[0][0])},{text(box[0][1])}]^{len(box)}"
+    return " x ".join(f"[{text(lo)},{text(hi)}]" for lo, hi in box)
