@@ -1,0 +1,249 @@
+"""The checker bounds its work before arithmetic (issue 22, findings 2–5): each hostile certificate of the
+review ends with exit 2 and one line under a 1 GiB address-space cap; E1 certificates are bound to the
+user's files; ``--junit`` outputs are checked before any work; deep models check without recursion;
+ln T bounds of 60 digits are read; ``--smt`` decides rank ≥ 9 under a deterministic resource limit."""
+import copy
+import gzip
+import json
+import random
+import resource
+import subprocess
+import sys
+from fractions import Fraction
+
+import pytest
+from nets import random_net
+from test_certificate import NETS, good, softmax_certificate, maxout
+
+from exactform.checker import reader
+from exactform.checker import walk
+from exactform.checker.command import check_file
+from exactform.formats import write_json
+from exactform.models import MaxoutNet
+from exactform.prove.equiv import certificate as e1_certificate, compare
+
+CAP = 1 << 30
+
+
+def check(*args, cwd=None):
+    """``exactform check ARGS`` in a child process under a 1 GiB address-space cap (exit, stderr)."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
+    done = subprocess.run([sys.executable, "-m", "exactform", "check", *map(str, args)], capture_output=True,
+                          text=True, preexec_fn=limit, timeout=300, cwd=cwd)
+    return done.returncode, done.stderr
+
+
+def refused(path, *more, words=""):
+    code, err = check(path, *more)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err and words in err, (code, err[-2000:])
+    return err
+
+
+def sparse(n, index=(), value=()):
+    return {"length": n, "index": list(index), "value": list(value)}
+
+
+@pytest.fixture(scope="module")
+def base():
+    return good(NETS["rank1"]())[2]
+
+
+def test_width_of_ten_million_is_refused(tmp_path, base):
+    doc = copy.deepcopy(base)
+    doc["transformer"].update(width=10 ** 7, tokens=1)
+    write_json(tmp_path / "c.cert.json", doc)
+    refused(tmp_path / "c.cert.json", words="transformer.width")
+
+
+def test_queries_of_ten_million_zero_rows_are_refused(tmp_path, base):
+    doc = copy.deepcopy(base)
+    w = doc["transformer"]["width"]
+    for block in doc["transformer"]["blocks"]:
+        for h in block.get("heads", []):
+            h["query"] = sparse(10 ** 7, [0], [sparse(w, [0], ["1"])])
+    write_json(tmp_path / "c.cert.json", doc)
+    refused(tmp_path / "c.cert.json", words="query.length")
+
+
+def test_units_of_ten_million_pieces_are_refused(tmp_path, base):
+    doc = copy.deepcopy(base)
+    layer = doc["maxout"]["layers"][0]
+    layer["weight"] = [sparse(10 ** 7, [0], [["1"] * doc["maxout"]["input_dim"]])] * 20
+    layer["bias"] = [sparse(10 ** 7)] * 20
+    write_json(tmp_path / "c.cert.json", doc)
+    refused(tmp_path / "c.cert.json", words="length")
+
+
+def test_feedforward_blocks_of_ten_million_hidden_units_are_refused(tmp_path, base):
+    doc = copy.deepcopy(base)
+    w = doc["transformer"]["width"]
+    block = {"kind": "feedforward", "w1": sparse(10 ** 7, [0], [sparse(w, [0], ["1"])]), "b1": sparse(10 ** 7),
+             "w2": [sparse(10 ** 7)] * w, "b2": sparse(w)}
+    doc["transformer"]["blocks"] = [block] * 20 + doc["transformer"]["blocks"]
+    write_json(tmp_path / "c.cert.json", doc)
+    refused(tmp_path / "c.cert.json", words="w1.length")
+
+
+def test_a_hundred_thousand_tokens_through_fifty_blocks_is_refused_before_arithmetic(tmp_path, base):
+    doc = copy.deepcopy(base)
+    tf = doc["transformer"]
+    w = tf["width"]
+    tf["tokens"] = 10 ** 5
+    tf["embed"]["bias"] = [sparse(w, [0], ["1"])] * 10 ** 5
+    tf["blocks"] = (tf["blocks"] * 50)[:50]
+    write_json(tmp_path / "c.cert.json.gz", doc)
+    assert (tmp_path / "c.cert.json.gz").stat().st_size < 200_000
+    refused(tmp_path / "c.cert.json.gz", words="beyond the checker's limit")
+
+
+def test_three_hundred_layers_of_4000_digit_weights_are_refused(tmp_path):
+    rng = random.Random(3)
+    big = lambda: str(rng.randrange(10 ** 3999, 10 ** 4000))                           # noqa: E731
+    net = {"format": "exactform/maxout@1", "input_dim": 1, "domain": {"lower": ["0"], "upper": ["1"]},
+           "layers": [{"weight": [[[big()], [big()]]], "bias": [["0", "1"]]} for _ in range(300)],
+           "readout": {"weight": [["1"]], "bias": ["0"]}}
+    net_model = MaxoutNet.from_json(__import__("exactform.formats", fromlist=["Reader"]).Reader(net))
+    from exactform.construct.maxout_to_transformer import compile_maxout
+    tf = compile_maxout(random_net(random.Random(1), [1, 1], 2))                          # any Transformer
+    doc = {"format": "exactform/certificate@2", "kind": "equality", "maxout": net_model.to_json(),
+           "transformer": tf.to_json(), "hints": {"phases": [], "pieces": []},
+           "claims": [{"id": c, "statement": ""} for c in ("C1", "C2", "C3", "C4")]}
+    write_json(tmp_path / "c.cert.json", doc)
+    code, err = check(tmp_path / "c.cert.json")
+    assert code in (1, 2) and "Traceback" not in err, err                                   # refused or refuted, at once
+
+
+def test_a_gzip_of_a_gigabyte_of_empty_lists_is_refused(tmp_path):
+    path = tmp_path / "bomb.cert.json.gz"
+    with gzip.open(path, "wb", compresslevel=1) as f:
+        f.write(b"[" + b"[]," * (30 * 10 ** 6) + b"[]]")
+    refused(path, words="larger than")
+
+
+def test_a_gzip_of_whitespace_is_refused(tmp_path):
+    path = tmp_path / "blank.cert.json.gz"
+    with gzip.open(path, "wb", compresslevel=1) as f:
+        for _ in range(70):
+            f.write(b" " * (1 << 20))
+    refused(path, words="larger than")
+
+
+def test_the_parse_is_bounded_by_its_estimated_memory(tmp_path):
+    path = tmp_path / "lists.cert.json"
+    path.write_bytes(b"[" + b"[]," * (10 * 10 ** 6) + b"[]]")                                # 30 MB: ~1 GB as lists
+    refused(path, words="parsing would take")
+
+
+def test_an_e1_tree_of_many_nodes_times_many_decisions_is_refused(tmp_path):
+    net = random_net(random.Random(5), [1, 2], 2)
+    a = net.to_json()
+    outcome = compare(a, a, list(zip(net.domain.lower, net.domain.upper)), None)
+    cert = json.loads(json.dumps(e1_certificate(a, a, list(zip(net.domain.lower, net.domain.upper)), None, outcome.tree)))
+    decisions = [{"max": [["1", "0"], ["0", "0"]], "top": [0], "witness": [["0", "0"], ["0", "0"]]}] * 10 ** 4
+
+    def tree(depth):
+        return {"bound": []} if depth == 0 else {"split": ["1", "0"], "children": [tree(depth - 1), tree(depth - 1)]}
+    cert["claims"][0]["evidence"]["tree"] = {"decide": decisions, "split": ["1", "0"], "children": [tree(16), tree(16)]}
+    write_json(tmp_path / "e.cert.json", cert)
+    refused(tmp_path / "e.cert.json", words="beyond the checker's limit")
+
+
+def test_smt_at_a_hundred_thousand_tokens_is_refused_before_any_query(tmp_path, base):
+    doc = copy.deepcopy(base)
+    tf = doc["transformer"]
+    tf["tokens"] = 10 ** 5
+    tf["embed"]["bias"] = [sparse(tf["width"], [0], ["1"])] * 10 ** 5
+    tf["blocks"] = tf["blocks"][:1]
+    write_json(tmp_path / "c.cert.json", doc)
+    refused(tmp_path / "c.cert.json", "--smt", words="--smt would pose")
+
+
+# --- finding 2: a certificate proves something about the files the user names, whatever its kind ---
+
+@pytest.fixture(scope="module")
+def e1(tmp_path_factory):
+    """|x| = relu(x) + relu(−x) proved as E1, with both model files."""
+    folder = tmp_path_factory.mktemp("e1")
+    A = maxout([[[([1], 0), ([-1], 0)]]], [([1], 0)], [-1], [1])
+    B = maxout([[[([1], 0), ([0], 0)], [([-1], 0), ([0], 0)]]], [([1, 1], 0)], [-1], [1])
+    box = list(zip(A.domain.lower, A.domain.upper))
+    outcome = compare(A.to_json(), B.to_json(), box, None)
+    write_json(folder / "e1.cert.json", e1_certificate(A.to_json(), B.to_json(), box, None, outcome.tree))
+    write_json(folder / "a.json", A.to_json())
+    write_json(folder / "b.json", B.to_json())
+    return folder
+
+
+def test_an_e1_certificate_in_place_of_an_equality_one_is_refused(e1):
+    """The CI step binds with --maxout/--transformer: an E1 certificate there is exit 2, not exit 0."""
+    code, err = check(e1 / "e1.cert.json", "--maxout", e1 / "a.json", "--transformer", e1 / "b.json")
+    assert code == 2 and "is bound with --a FILE --b FILE" in err, err
+    assert check(e1 / "e1.cert.json", "--a", e1 / "a.json", "--b", e1 / "b.json")[0] == 0
+    assert check(e1 / "e1.cert.json", "--a", e1 / "b.json", "--b", e1 / "a.json")[0] == 1       # swapped: refuted
+    assert check(e1 / "e1.cert.json", "--a", e1 / "a.json", "--b", "/dev/null")[0] == 2         # unreadable: exit 2
+    assert check(e1 / "e1.cert.json", "--a", e1 / "a.json")[0] == 2                              # half a binding
+
+
+def test_the_api_binds_e1_certificates(e1):
+    import exactform
+    assert not exactform.check(e1 / "e1.cert.json", maxout=e1 / "a.json", transformer=e1 / "b.json")
+    assert check_file(e1 / "e1.cert.json", a=e1 / "a.json", b=e1 / "b.json").code == 0
+
+
+def test_an_unreadable_bound_model_is_exit_2(tmp_path, base):
+    write_json(tmp_path / "c.cert.json", base)
+    write_json(tmp_path / "tf.json", base["transformer"])
+    refused(tmp_path / "c.cert.json", "--maxout", "/dev/null", "--transformer", tmp_path / "tf.json", words="/dev/null")
+
+
+# --- finding 4: --junit is checked before any work ---
+
+@pytest.mark.parametrize("target", ["missing/r.xml", ".", "/dev/null", "", "c.cert.json"])
+def test_junit_outputs_are_refused_before_any_work(tmp_path, base, target):
+    write_json(tmp_path / "c.cert.json", base)
+    code, err = check("c.cert.json", "--junit", target, cwd=tmp_path)
+    assert code == 2 and err.count("\n") == 1 and "refused before any work" in err, err
+    assert "holds" not in err and (tmp_path / "c.cert.json").read_text().startswith("{")
+
+
+# --- finding 5: deep models, 60-digit ln bounds, --smt at rank 9 ---
+
+def chain(depth: int) -> MaxoutNet:
+    """max(y, 1/2 − y) composed ``depth`` times on [0, 1]: no layer's max is fixed by the bounds."""
+    return maxout([[[([1], 0), ([-1], Fraction(1, 2))]] for _ in range(depth)], [([1], 0)], [0], [1])
+
+
+@pytest.mark.parametrize("depth", [300, 1000])
+def test_the_e1_checker_values_deep_chains_without_recursion(depth):
+    """E1's checker values the nodes from an explicit stack: no recursion on depth."""
+    net = chain(depth)
+    box = list(zip(net.domain.lower, net.domain.upper))
+    from exactform.checker.equiv import Forms, evaluate, outputs
+    F = Forms(box)
+    out = outputs(F, reader.read_maxout(net.to_json(), "net"))
+    assert len(F.nodes) == depth
+    value = evaluate(F, out[0], {}, lambda kind, content: content[-1])      # the piece 1/2 − y in every layer
+    assert set(value) <= {0, -1} and value
+
+
+def test_ln_bounds_of_sixty_digits_are_read():
+    T, U = 2, Fraction(10 ** 59 + 7, 10 ** 59)                       # 60 digits each (up to 2^199.3)
+    assert walk.ln_bound(f"{U.numerator}/{U.denominator}", T, "U") == U
+    with pytest.raises(reader.Malformed):
+        walk.ln_bound(f"{10 ** 60 + 1}/{10 ** 60}", T, "U")
+
+
+def test_smt_decides_the_lemma_at_rank_nine_and_more(tmp_path):
+    """The lemma at T as T + 1 linear queries under z3's rlimit: rank 9 and 16 decided, whatever the load."""
+    pytest.importorskip("z3")
+    for rank in (9, 16):
+        net = maxout([[[([k], -k * k) for k in range(rank)]]], [([1], 0)], [-1], [1])
+        write_json(tmp_path / f"r{rank}.cert.json", good(net)[2])
+        code, err = check(tmp_path / f"r{rank}.cert.json", "--smt")
+        assert code == 0, err
+
+
+def test_softmax_certificates_still_check(tmp_path):
+    doc = softmax_certificate(maxout([[[([1], 0), ([-1], 0)]]], [([1], 0)], [-1], [1]))
+    assert walk.verify(doc).code == 0
