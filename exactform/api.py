@@ -109,15 +109,18 @@ class CheckResult:
 
 
 def check(certificate: dict[str, Any] | PathLike, maxout: MaxoutNet | PathLike | None = None,
-          transformer: Transformer | PathLike | None = None, smt: bool = False) -> CheckResult:
-    """Re-verify a certificate (a dict or a file) with the independent checker
-    (``exactform.checker``), optionally bound to the given Maxout net and Transformer."""
+          transformer: Transformer | PathLike | None = None, smt: bool = False,
+          a: MaxoutNet | Transformer | PathLike | None = None, b: MaxoutNet | Transformer | PathLike | None = None
+          ) -> CheckResult:
+    """Re-verify a certificate (a dict or a file) with the independent checker (``exactform.checker``),
+    bound to the given Maxout net and Transformer (C1–C5) or models ``a`` and ``b`` (E1); any binding
+    requires the two of the certificate's kind (a certificate of another kind is not ok)."""
     from .checker.command import check_file
     with tempfile.TemporaryDirectory(prefix="exactform-check-") as tmp:
         path = _as_file(certificate, Path(tmp) / "certificate.cert.json")
-        net = None if maxout is None else _as_file(maxout, Path(tmp) / "maxout.json")
-        tf = None if transformer is None else _as_file(transformer, Path(tmp) / "transformer.json")
-        result = check_file(str(path), maxout=net and str(net), transformer=tf and str(tf), smt=smt)
+        bound = {role: str(_as_file(m, Path(tmp) / f"{role}.json")) for role, m in
+                 (("maxout", maxout), ("transformer", transformer), ("a", a), ("b", b)) if m is not None}
+        result = check_file(str(path), smt, **bound)
     return CheckResult(bool(result.ok), [(str(c), bool(h), str(m)) for c, h, m in result.claims], str(result.known))
 
 

@@ -10,6 +10,7 @@ Off unless asked, so that it never collects anything by accident::
     exactform_certs = true
     exactform_smt = false                       # true: also prove the phase obligations with Z3
     exactform_models = examples examples/ci/models   # bind NAME.cert.json to NAME.json and NAME.tf.json
+                                                     # (E1: NAME.a.json and NAME.b.json)
 
 Registered through the entry point ``[project.entry-points.pytest11] exactform =
 "exactform.pytest_plugin"`` (or ``-p exactform.pytest_plugin`` without it).
@@ -48,28 +49,29 @@ def pytest_collect_file(file_path, parent):
     return None
 
 
-def _bound(config, cert) -> tuple[list, list]:
-    """The model files NAME.json / NAME.tf.json bound to NAME.cert.json, and the names not found."""
+def _bound(config, cert) -> tuple[dict, list]:
+    """The model files bound to NAME.cert.json ({role: path}), and the names not found: NAME.a.json and
+    NAME.b.json for an E1 certificate when both exist, else NAME.json (Maxout) and NAME.tf.json."""
     folders = config.getoption("--exactform-models") or [str(config.rootpath / d) for d in config.getini("exactform_models")]
+    if not folders:
+        return {}, []
     name = cert.name[:-len(SUFFIX)]
-    found, missing = [], []
-    for model in (f"{name}.json", f"{name}.tf.json"):
-        path = next((p for p in (Path(d) / model for d in folders) if p.is_file()), None) if folders else None
-        found.append(path)
-        if folders and path is None:
-            missing.append(model)
-    return found, missing
+    find = lambda model: next((p for p in (Path(d) / model for d in folders) if p.is_file()), None)  # noqa: E731
+    roles = {"a": f"{name}.a.json", "b": f"{name}.b.json"}
+    if not all(map(find, roles.values())):
+        roles = {"maxout": f"{name}.json", "transformer": f"{name}.tf.json"}
+    return {role: find(model) for role, model in roles.items()}, [m for m in roles.values() if find(m) is None]
 
 
 class CertificateFile(pytest.File):
     def collect(self):
         from .checker.command import check_file
-        (maxout, transformer), missing = _bound(self.config, self.path)
+        bound, missing = _bound(self.config, self.path)
         if missing:
             yield ClaimItem.from_parent(self, name="binding", ok=False,
                                         message=f"no {' or '.join(missing)} in the --exactform-models folders")
             return
-        result = check_file(self.path, _flag(self.config, "smt"), maxout=maxout, transformer=transformer)
+        result = check_file(self.path, _flag(self.config, "smt"), **bound)
         if result.code == 2 or not result.claims:
             yield ClaimItem.from_parent(self, name="certificate", ok=False, message=result.known)
             return

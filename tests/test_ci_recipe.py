@@ -48,3 +48,23 @@ def test_check_step_fails_on_an_unbound_certificate(tmp_path):
     done = subprocess.run(["bash", "-e", "-c", step("Check each certificate")], cwd=tmp_path, env=environment(),
                           capture_output=True, text=True)
     assert done.returncode == 1 and "binding" in done.stdout, done.stdout + done.stderr
+
+
+def e1_certificate(path: Path) -> None:
+    """A valid E1 certificate (|x| = relu(x) + relu(−x)) written to ``path``."""
+    from exactform.formats import write_json
+    from exactform.prove.equiv import certificate, compare
+    from test_certificate import maxout
+    A = maxout([[[([1], 0), ([-1], 0)]]], [([1], 0)], [-1], [1])
+    B = maxout([[[([1], 0), ([0], 0)], [([-1], 0), ([0], 0)]]], [([1, 1], 0)], [-1], [1])
+    box = list(zip(A.domain.lower, A.domain.upper))
+    write_json(path, certificate(A.to_json(), B.to_json(), box, None, compare(A.to_json(), B.to_json(), box, None).tree))
+
+
+def test_check_step_fails_on_an_e1_certificate_in_place_of_a_golden_one(tmp_path):
+    """Issue 22, finding 2: any valid E1 certificate put in place of relu_net.cert.json used to pass."""
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    e1_certificate(tmp_path / "examples/ci/golden/relu_net.cert.json")
+    done = subprocess.run(["bash", "-e", "-c", step("Check each certificate")], cwd=tmp_path, env=environment(),
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "is bound with --a FILE --b FILE" in done.stderr, done.stdout + done.stderr

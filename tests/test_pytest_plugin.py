@@ -74,3 +74,14 @@ def test_binding_to_model_folders(pytester):
     result = pytester.runpytest_inprocess(*PLUGIN, "--exactform-certs", "--exactform-models", str(pytester.path / "none"))
     result.assert_outcomes(failed=1)
     assert "no abs.json or abs.tf.json" in result.stdout.str()
+
+
+def test_an_e1_certificate_in_place_of_a_golden_one_fails(pytester):
+    """Issue 22, finding 2: bound to NAME.json / NAME.tf.json, an E1 certificate is refused, not passed."""
+    from test_ci_recipe import e1_certificate
+    e1_certificate(pytester.path / "abs.cert.json")
+    root = GOLDEN.parent.parent
+    result = pytester.runpytest_inprocess(*PLUGIN, "--exactform-certs", "--exactform-models", str(root),
+                                          "--exactform-models", str(GOLDEN.parent / "models"))
+    result.assert_outcomes(failed=1)
+    assert "is bound with --a FILE --b FILE" in result.stdout.str()

@@ -3,17 +3,10 @@ Loads the walk (C1–C5) or ``equiv`` (E1) by the certificate's kind, ``smt`` wi
 with ``--junit``; none of them imports this module, so there is no cycle."""
 import os
 import sys
-from typing import NamedTuple
 
-from .reader import Malformed, Refuted, load
+from .reader import Malformed, Refuted, Result, load
 
 BINDING = {"equality": ("maxout", "transformer"), "softmax": ("maxout", "transformer"), "equivalence": ("a", "b")}
-
-class Result(NamedTuple):
-    code: int            # 0 every claim holds, 1 a claim fails or is missing, 2 not a certificate
-    claims: list         # [(claim, holds, the checker's statement or why it fails)]
-    known: str           # what is now known, in words (code 0); why not (1); the one-line error (2)
-    ok = property(lambda self: self.code == 0, doc="every check of the certificate holds")
 
 def check_file(path, smt: bool = False, **bound) -> Result:
     """The verdict on one certificate; ``bound``: {role: model file} for the roles its kind names

@@ -1,13 +1,11 @@
-"""The checker's strict reader (docs/spec.md §4, §6.1) and the exact affine forms it computes with,
-standard library only.  Canonical rationals, no floats, no duplicate keys, regular files; every size is
-bounded before anything is materialised: the file's bytes, the memory its parse may take (estimated
-from its text), each declared length and the list entries materialised in all (``spent``)."""
+"""The checker's strict reader (docs/spec.md §4, §6.1) and its exact affine forms, standard library only:
+canonical rationals, no floats, no duplicate keys, regular files; every size bounded before anything is
+materialised (the file's bytes, its parse's memory estimated from its text, lengths, entries in all)."""
 import gzip
 import json
 import math
 import os
 import re
-import stat
 import zlib
 from fractions import Fraction
 from typing import NamedTuple
@@ -23,17 +21,15 @@ _RATIONAL = re.compile(r"(-?)(0|[1-9][0-9]*)(?:/([1-9][0-9]*))?")
 spent = [0, 0]               # list entries materialised, most digits of a number read (reset per certificate)
 
 class Malformed(Exception): """Not a readable certificate or model, or beyond a work limit (exit 2)."""
-
 class Refuted(Exception): """A claim does not follow from the certificate (exit 1)."""
-
 class _Float(str): """A JSON float literal or constant, kept so that the reader can name its field."""
 
 def load(path) -> object:
     """A JSON regular file (gzip if named *.gz) of at most MAX_BYTES whose parse is estimated to fit
     in MAX_MEMORY; floats and 40+-digit integers kept as markers to refuse."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise Malformed(f"{path}: not a regular file")
+        if not os.path.isfile(path):
+            raise Malformed(f"{path}: {'not a regular file' if os.path.exists(path) else 'No such file or directory'}")
         with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as f:
             if len(data := f.read(MAX_BYTES + 1)) > MAX_BYTES:
                 raise Malformed(f"{path}: larger than {MAX_BYTES} bytes (decompressed): beyond the checker's limit")
@@ -55,10 +51,8 @@ def _object(pairs):
     if len(out := dict(pairs)) != len(pairs):
         raise ValueError(f"duplicate key in {sorted(k for k, _ in pairs)[:5]}")
     return out
-
 def _fail(where, message):
     raise Malformed(f"{where}: {message}")
-
 def fields(obj, where, required, optional=()):
     if not isinstance(obj, dict):
         _fail(where, "expected an object")
@@ -67,17 +61,14 @@ def fields(obj, where, required, optional=()):
     for k in (k for k in required if k not in obj):
         _fail(where, f"missing field {k!r}")
     return obj
-
 def integer(v, where, low=0, high=MAX_LENGTH):
     if type(v) is not int or not low <= v <= high:
         _fail(where, f"expected an integer in [{low}, {high}], got {str(v)[:40]}")
     return v
-
 def items(v, where, n=None, nonempty=False):
     if not isinstance(v, list) or (n is not None and len(v) != n) or (nonempty and not v):
         _fail(where, f"expected a {'non-empty ' if nonempty else ''}list{'' if n is None else f' of {n} entries'}")
     return v
-
 def charge(n, where):
     """Account for ``n`` list entries about to be materialised; refuse beyond MAX_ENTRIES in all."""
     spent[0] += n
@@ -120,23 +111,19 @@ def row(v, where, n, entry=rational) -> dict:
             _fail(f"{where}.value[{k}]", "a listed sparse entry is zero")
         out[i] = q
     return out
-
 def dense(v, where, n) -> list:
     r = row(v, where, n)
     return [r.get(i, Fraction(0)) for i in range(charge(n, where))]
-
 def matrix(v, where, rows, cols, nonempty=False) -> list:
     """``rows`` rows (any number if None) of ``cols`` entries; all-zero rows may be left out of a sparse list."""
     n = rows if rows is not None else len(items(v, where, nonempty=nonempty)) if isinstance(v, list) else \
         integer(fields(v, where, ("length", "index", "value"))["length"], f"{where}.length", int(nonempty))
     r, zero = row(v, where, n, lambda x, at, i: row(x, f"{at}[{i}]", cols)), {}
     return [r.get(i, zero) for i in range(charge(n, where))]
-
 def affine_rows(weight, bias, wat, bat, cols) -> list:
     """``[(weights, bias)]``: a non-empty list of rows of length ``cols`` and one bias per row."""
     rows = matrix(weight, wat, None, cols, nonempty=True)
     return list(zip(rows, dense(bias, bat, len(rows))))
-
 def box(v, where, n) -> list:
     fields(v, where, ("lower", "upper"))
     out = list(zip(dense(v["lower"], f"{where}.lower", n), dense(v["upper"], f"{where}.upper", n)))
@@ -145,21 +132,12 @@ def box(v, where, n) -> list:
             _fail(f"{where}.lower[{i}]", "above the upper bound: the box is empty")
     return out
 
-class Maxout(NamedTuple):
-    box: list          # [(lower, upper)] per input
-    layers: list       # [layer][unit][piece] = (weights {input: a}, bias)
-    readout: list      # [(weights, bias)] per output
-
-class Transformer(NamedTuple):
-    box: list
-    tokens: int
-    width: int
-    scale: Fraction | None   # softmax λ, None for hardmax
-    embed: list              # [coordinate] weights over the inputs
-    position: list           # [token][coordinate]
-    blocks: list             # ("feedforward", w1 rows, b1, w2 columns, b2) | ("attention", [(q, k, v, o)])
-    token: int
-    readout: list            # [(weights, bias)] per output
+# box [(lower, upper)] per input; layers [layer][unit][piece] = (weights {input: a}, bias); readout [(weights, bias)]
+Maxout = NamedTuple("Maxout", [("box", list), ("layers", list), ("readout", list)])
+# scale: softmax λ or None (hardmax); embed [coordinate] weights; position [token][coordinate]; blocks
+# ("feedforward", w1 rows, b1, w2 columns, b2) | ("attention", [(query, key, value, output)]); token: read out
+Transformer = NamedTuple("Transformer", [("box", list), ("tokens", int), ("width", int), ("scale", object), ("embed", list),
+                                         ("position", list), ("blocks", list), ("token", int), ("readout", list)])
 
 def read_maxout(v, where) -> Maxout:
     fields(v, where, ("format", "input_dim", "domain", "layers", "readout"))
@@ -213,7 +191,6 @@ def read_transformer(v, where) -> Transformer:
                        [dense(p, f"{where}.embed.bias[{t}]", w) for t, p in enumerate(items(v["embed"]["bias"], f"{where}.embed.bias", T))],
                        blocks, integer(r["token"], f"{where}.readout.token", 0, T - 1),
                        affine_rows(r["weight"], r["bias"], f"{where}.readout.weight", f"{where}.readout.bias", w))
-
 def head(h, at, w) -> tuple:
     """``(query, key, value, output)`` of a head with at least one query row and one value row."""
     query = matrix(fields(h, at, ("query", "key", "value", "output"))["query"], f"{at}.query", None, w, True)
@@ -228,33 +205,30 @@ def combine(terms, constant=0) -> dict:
             y = x if a == 1 else a if x == 1 and type(a) is Fraction else a * x
             out[k] = out[k] + y if k in out else y
     return {k: x for k, x in out.items() if x}
-
 def slack(form, err) -> Fraction:
     """Σ |a_k|·err_k: how far the form moves when each variable k moves by at most err_k."""
     return sum((abs(a) * err[k] for k, a in form.items() if k != ONE and err[k]), Fraction(0))
-
 def dot(pairs) -> Fraction:
     """Σ a·b exactly, as one integer sum over the common denominator (one Fraction, not one per term)."""
     terms = [(a.numerator * b.numerator, a.denominator * b.denominator) for a, b in pairs if b]
     den = math.lcm(1, *(d for _, d in terms))
     return Fraction(sum(n * (den // d) for n, d in terms), den)
-
 def interval(form, box, err=None) -> tuple:
     """Exact bounds of the form over the box of its variables, widened by ``slack(form, err)``."""
     ends, s = [(a, box[k] if a > 0 else box[k][::-1]) for k, a in form.items() if k != ONE], slack(form, err) if err else 0
     return (form.get(ONE, 0) + dot((a, e[0]) for a, e in ends) - s, form.get(ONE, 0) + dot((a, e[1]) for a, e in ends) + s)
-
 def text(q) -> str:
     if max(q.numerator.bit_length(), q.denominator.bit_length()) > 13000:
         raise Refuted(f"a derived number has more than {MAX_DIGITS} digits")
     return str(q)
 
 class Result(NamedTuple):
-    code: int            # 0 every claim holds, 1 a claim fails or is missing, 2 not a certificate
-    claims: list         # [(claim, holds, the checker's statement or why it fails)]
-    known: str           # what is now known, in words (code 0); why not (1); the one-line error (2)
+    """A verdict: code 0 every claim holds, 1 a claim fails or is missing, 2 not a certificate; claims
+    [(claim, holds, the checker's statement or why it fails)]; known: what is now known, or why not."""
+    code: int
+    claims: list
+    known: str
     ok = property(lambda self: self.code == 0, doc="every check of the certificate holds")
-
 def domain(box) -> str:
     if len(box) > 1 and len(set(box)) == 1:
         return f"[{text(box[0][0])},{text(box[0][1])}]^{len(box)}"

@@ -1,6 +1,5 @@
-"""The argument of C1–C5 (docs/spec.md §6.3–§6.6): the walk of a certificate's Transformer against its
-Maxout net with exact affine forms, C4's closed formula, the statements and the verdict.  Standard
-library and the checker's reader only."""
+"""C1–C5 (docs/spec.md §6.3–§6.6): the walk of a certificate's Transformer against its Maxout net with
+exact affine forms, C4's closed formula, the statements and the verdict (standard library only)."""
 from fractions import Fraction
 from itertools import chain
 
@@ -131,11 +130,9 @@ class Walk:
         return [[combine([(1, f), (1, added[r])]) if r in added else f for r, f in enumerate(Xt)] for Xt in X]
 
     def max_head(self, at, query, key, v, X):
-        """C1 for one head: each key row r scores token j as c_r·v_j + β_r(X_j), a rational c_r and one form β_r
-        for all tokens; in each token t the query is a constant q_t with α_t = Σ_r q_tr·c_r > 0.  The score
-        α_t·v_j + Σ_r q_tr·β_r(X_j) has the same β in every token under hardmax (C1's lemma); under softmax β
-        moves by at most D_t = Σ_r |q_tr|·slack(β_r) between tokens.  Returns max_t (U/λ + 2·D_t)/α_t (the
-        perturbation lemma, §6.5; 0 under hardmax), or None when all values are one form."""
+        """C1 for one head (§6.3): key row r scores token j as c_r·v_j + β_r(X_j), one c_r and one form β_r for all
+        tokens; token t's query is a constant q_t with α_t = Σ_r q_tr·c_r > 0.  Under softmax the offset moves by
+        D_t = Σ_r |q_tr|·slack(β_r) between tokens; returns max_t (U/λ + 2·D_t)/α_t (§6.5), None if one value."""
         if all(f == v[0] for f in v):
             return None
         j = next(j for j, f in enumerate(v) if f != v[0])
@@ -168,12 +165,13 @@ def sizes(net: Maxout, tf: Transformer) -> tuple[dict, dict]:
     w, hidden = 1 + T + 3 * max(n), [h for l in range(1, L + 1) for h in (2 * n[l] * T, 2 * (n[l - 1] + 2 * n[l]))]
     formula = {"blocks": ["feedforward", "attention", "feedforward"] * L, "tokens": T, "width": w, "heads": n[1:],
                "hidden": hidden, "parameters": w * n[0] + T * w + sum(2 * h * w + h + w for h in hidden)
-               + 4 * w * sum(n[1:]) + o * (w + 1)}
+               + 4 * w * sum(n[1:]) + o * (w + 1), "source": sum(len(u) * (n[l] + 1) for l, layer in
+                                                                 enumerate(net.layers) for u in layer) + o * (n[-1] + 1)}
     ff, att = [b[1] for b in tf.blocks if b[0] == "feedforward"], [b[1] for b in tf.blocks if b[0] == "attention"]
     built = {"blocks": [b[0] for b in tf.blocks], "tokens": tf.tokens, "width": tf.width, "heads": [len(h) for h in att],
              "hidden": [len(w1) for w1 in ff], "parameters": tf.width * (len(tf.box) + tf.tokens + len(tf.readout))
              + len(tf.readout) + sum(len(w1) * (2 * tf.width + 1) + tf.width for w1 in ff)
-             + sum((len(q) + len(k) + 2 * len(v)) * tf.width for heads in att for q, k, v, _ in heads)}
+             + sum((len(q) + len(k) + 2 * len(v)) * tf.width for heads in att for q, k, v, _ in heads), "source": formula["source"]}
     return formula, built
 
 def ln_bound(v, T: int, where: str) -> Fraction:
@@ -205,16 +203,16 @@ def statement(claim: str, walk: Walk, net=None, tf=None, eps=None, formula=None)
                 "token; the values of each head over the tokens are exactly the pieces of its unit (C1), and the "
                 f"read-out of token {walk.tf.token} equals M's read-out")
     if claim == "C4":
-        f, n = formula, [len(net.box)] + [len(layer) for layer in net.layers]
-        source = sum(len(u) * (n[l] + 1) for l, layer in enumerate(net.layers) for u in layer) + len(net.readout) * (n[-1] + 1)
+        f = formula
         return (f"Tf has {len(f['blocks'])} blocks (feed-forward, attention, feed-forward per layer of M), "
                 f"T = {f['tokens']} tokens (the largest rank), heads {f['heads']} (the layer widths), width {f['width']} "
                 f"= 1 + T + 3N, hidden widths {f['hidden']} and {f['parameters']} parameters, as the closed formula "
-                f"of the token-shift construction gives them from M ({len(net.layers)} layers, {source} parameters)")
+                f"of the token-shift construction gives them from M ({len(net.layers)} layers, {f['source']} parameters)")
     return (f"|Tf(x) - M(x)| <= {text(walk.bound)} <= eps = {text(eps)} (max norm) for every x in "
             f"{domain(net.box)}, with softmax attention at lambda = {text(tf.scale)}: the argument of C1-C3 holds with "
-            f"every fixed ReLU phase kept under the perturbation, and each head adds at most ln T/(lambda alpha) <= "
-            f"{text(walk.ln_tokens)}/(lambda alpha) (lemma (a), proofs/softmax.md; alpha the head's score scale)")
+            f"every fixed ReLU phase kept under the perturbation, and each head adds at most (ln T/lambda + 2 D)/alpha "
+            f"<= ({text(walk.ln_tokens)}/lambda + 2 D)/alpha (lemma (a) with perturbed score offsets, docs/spec.md §6.5; "
+            "alpha the head's score scale, D the spread of its score offset between tokens)")
 
 def derive(doc, at: str = "", smt: bool = False):
     """Every claim of the certificate's kind re-derived from its models and hints (``derived``: {claim:
@@ -226,8 +224,7 @@ def derive(doc, at: str = "", smt: bool = False):
     if not isinstance(doc["kind"], str) or doc["kind"] not in CLAIMS:
         _fail(f"{at}kind", f"expected one of {sorted(CLAIMS)}")
     kind, net, tf = doc["kind"], read_maxout(doc["maxout"], f"{at}maxout"), read_transformer(doc["transformer"], f"{at}transformer")
-    hints = fields(doc["hints"], f"{at}hints", ("phases", "pieces"), ("ln_tokens_upper",) if kind == "softmax" else ())
-    given = {}
+    hints, given = fields(doc["hints"], f"{at}hints", ("phases", "pieces"), ("ln_tokens_upper",) if kind == "softmax" else ()), {}
     for i, c in enumerate(items(doc["claims"], f"{at}claims")):
         fields(c, f"{at}claims[{i}]", ("id", "statement"), ("eps",) if isinstance(c, dict) and c.get("id") == "C5" else ())
         if not isinstance(c["id"], str) or not isinstance(c["statement"], str) or c["id"] in given:
@@ -238,10 +235,10 @@ def derive(doc, at: str = "", smt: bool = False):
         if (tf.scale is None) != (kind == "equality"):
             raise Refuted(f"an {kind} certificate needs {'hardmax' if kind == 'equality' else 'softmax'} attention")
         U = ln_bound(hints.get("ln_tokens_upper"), tf.tokens, f"{at}hints.ln_tokens_upper") if tf.scale else None
-        walk_work(net, tf, int(3.33 * spent[1]) + 1, at.rstrip(": ") or "certificate")
+        walk_work(net, tf, int(3.33 * spent[1]) + 1, name := at.rstrip(": ") or "certificate")
         if smt:
             from .smt import smt_work
-            smt_work(tf, at.rstrip(": ") or "certificate")
+            smt_work(tf, name)
         walk = Walk(net, tf, hints, at, U, record=smt)
     except Refuted as e:
         reason = str(e)
@@ -249,8 +246,8 @@ def derive(doc, at: str = "", smt: bool = False):
         if claim == "C4":
             formula, built = sizes(net, tf)
             diff = next((k for k in formula if formula[k] != built[k]), None)
-            derived[claim] = (True, statement(claim, walk, net, tf, formula=formula)) if diff is None else \
-                (False, f"Tf's {diff} {built[diff]} differ from the closed formula's {formula[diff]}")
+            derived[claim] = (diff is None, statement(claim, walk, net, tf, formula=formula) if diff is None else
+                              f"Tf's {diff} {built[diff]} differ from the closed formula's {formula[diff]}")
         elif walk is None:
             derived[claim] = (False, reason)
         elif claim == "C2" and walk.c2:
