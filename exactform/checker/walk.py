@@ -165,13 +165,12 @@ def sizes(net: Maxout, tf: Transformer) -> tuple[dict, dict]:
     w, hidden = 1 + T + 3 * max(n), [h for l in range(1, L + 1) for h in (2 * n[l] * T, 2 * (n[l - 1] + 2 * n[l]))]
     formula = {"blocks": ["feedforward", "attention", "feedforward"] * L, "tokens": T, "width": w, "heads": n[1:],
                "hidden": hidden, "parameters": w * n[0] + T * w + sum(2 * h * w + h + w for h in hidden)
-               + 4 * w * sum(n[1:]) + o * (w + 1), "source": sum(len(u) * (n[l] + 1) for l, layer in
-                                                                 enumerate(net.layers) for u in layer) + o * (n[-1] + 1)}
+               + 4 * w * sum(n[1:]) + o * (w + 1)}
     ff, att = [b[1] for b in tf.blocks if b[0] == "feedforward"], [b[1] for b in tf.blocks if b[0] == "attention"]
     built = {"blocks": [b[0] for b in tf.blocks], "tokens": tf.tokens, "width": tf.width, "heads": [len(h) for h in att],
              "hidden": [len(w1) for w1 in ff], "parameters": tf.width * (len(tf.box) + tf.tokens + len(tf.readout))
              + len(tf.readout) + sum(len(w1) * (2 * tf.width + 1) + tf.width for w1 in ff)
-             + sum((len(q) + len(k) + 2 * len(v)) * tf.width for heads in att for q, k, v, _ in heads), "source": formula["source"]}
+             + sum((len(q) + len(k) + 2 * len(v)) * tf.width for heads in att for q, k, v, _ in heads)}
     return formula, built
 
 def ln_bound(v, T: int, where: str) -> Fraction:
@@ -203,11 +202,12 @@ def statement(claim: str, walk: Walk, net=None, tf=None, eps=None, formula=None)
                 "token; the values of each head over the tokens are exactly the pieces of its unit (C1), and the "
                 f"read-out of token {walk.tf.token} equals M's read-out")
     if claim == "C4":
-        f = formula
+        f, n = formula, [len(net.box)] + [len(layer) for layer in net.layers]
+        source = sum(len(u) * (n[l] + 1) for l, layer in enumerate(net.layers) for u in layer) + len(net.readout) * (n[-1] + 1)
         return (f"Tf has {len(f['blocks'])} blocks (feed-forward, attention, feed-forward per layer of M), "
                 f"T = {f['tokens']} tokens (the largest rank), heads {f['heads']} (the layer widths), width {f['width']} "
                 f"= 1 + T + 3N, hidden widths {f['hidden']} and {f['parameters']} parameters, as the closed formula "
-                f"of the token-shift construction gives them from M ({len(net.layers)} layers, {f['source']} parameters)")
+                f"of the token-shift construction gives them from M ({len(net.layers)} layers, {source} parameters)")
     return (f"|Tf(x) - M(x)| <= {text(walk.bound)} <= eps = {text(eps)} (max norm) for every x in "
             f"{domain(net.box)}, with softmax attention at lambda = {text(tf.scale)}: the argument of C1-C3 holds with "
             f"every fixed ReLU phase kept under the perturbation, and each head adds at most (ln T/lambda + 2 D)/alpha "
