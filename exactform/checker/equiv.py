@@ -236,7 +236,7 @@ def _check(cert: dict, name: str, bind_a, bind_b) -> str:
     for role, path, model in (("a", bind_a, a), ("b", bind_b, b)):
         if path is not None and read_model(load(path), f"{path}: model") != model:
             raise Refuted(f"{name}: the certificate's model {role} is not the model in {path}")
-    work(ev["tree"], (a, b), d, name)
+    work(ev["tree"], (a, b), d, "claims[0].evidence.tree")
     F = Forms(cube)
     diff = [(combine([(1, p), (-1, q)])) for p, q in zip(outputs(F, a), outputs(F, b))]
 

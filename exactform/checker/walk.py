@@ -15,10 +15,8 @@ def form_of(weights: dict, bias, start: int) -> dict:
     return combine([(1, {start + c: a for c, a in weights.items()})], bias)
 
 class Walk:
-    """The argument of C1–C3 and C5 (docs/spec.md §6.3): each token's state is an exact affine form in
-    M's variables (inputs, then each layer's units, in interval boxes); with softmax, ``err`` bounds
-    each variable's perturbation.  Raises Refuted at the first step that does not hold."""
-
+    """C1–C3 and C5 (§6.3): each token's state is an exact affine form in M's variables (inputs, then each
+    layer's units, in interval boxes); under softmax ``err`` bounds their perturbation.  Refuted: a failed step."""
     def __init__(self, net: Maxout, tf: Transformer, hints: dict, at: str, ln_tokens=None, record=False):
         self.net, self.tf, self.hints, self.at, self.ln_tokens = net, tf, hints, at, ln_tokens
         self.heads, self.pairs, self.c2 = 0, 0, None     # c2: the first token-shift defect, if any
@@ -119,13 +117,11 @@ class Walk:
                 if v[t] != units[i][j]:
                     raise Refuted(f"{at} token {t}: the value is not piece {j} of unit {i} of M's layer {layer}")
             seen = {frozenset(units[i][j].items()) for j in chosen}
-            missing = [j for j, f in enumerate(units[i]) if frozenset(f.items()) not in seen]
-            if missing:
+            if missing := [j for j, f in enumerate(units[i]) if frozenset(f.items()) not in seen]:
                 raise Refuted(f"{at}: piece {missing[0]} of unit {i} of M's layer {layer} is no token's value")
             self.err[start + i] = max(slack(f, self.err) for f in v) + (self.max_head(at, query, key, v, X) or 0)
-            for r, o in enumerate(output):
-                if o:
-                    added.setdefault(r, {})[start + i] = o[0]
+            for r, o in ((r, o) for r, o in enumerate(output) if o):
+                added.setdefault(r, {})[start + i] = o[0]
             self.heads += 1
         return [[combine([(1, f), (1, added[r])]) if r in added else f for r, f in enumerate(Xt)] for Xt in X]
 
@@ -133,9 +129,8 @@ class Walk:
         """C1 for one head (§6.3): key row r scores token j as c_r·v_j + β_r(X_j), one c_r and one form β_r for all
         tokens; token t's query is a constant q_t with α_t = Σ_r q_tr·c_r > 0.  Under softmax the offset moves by
         D_t = Σ_r |q_tr|·slack(β_r) between tokens; returns max_t (U/λ + 2·D_t)/α_t (§6.5), None if one value."""
-        if all(f == v[0] for f in v):
+        if (j := next((j for j, f in enumerate(v) if f != v[0]), None)) is None:
             return None
-        j = next(j for j, f in enumerate(v) if f != v[0])
         k, a = next(iter(combine([(1, v[j]), (-1, v[0])]).items()))
         rows = []
         for r, kr in enumerate(key):
@@ -268,9 +263,8 @@ def verify(doc, at: str = "", maxout=None, transformer=None, smt: bool = False) 
     claims = [(c, False, f"missing: a {kind} certificate must contain {', '.join(CLAIMS[kind])}") if c not in given else
               (c, False, f"the certificate's statement is not the checker's, which is: {w}")
               if h and given[c]["statement"] != w else (c, h, w) for c, (h, w) in derived.items()]
-    claims += [(c, False, f"not a claim of a {kind} certificate") for c in given if c not in derived]
-    claims += [("binding", False, f"the certificate's {r} is not the model in {p}")
-               for p, r, m in models if m != (net if r == "maxout" else tf)]
+    claims += [(c, False, f"not a claim of a {kind} certificate") for c in given if c not in derived] + [
+        ("binding", False, f"the certificate's {r} is not the model in {p}") for p, r, m in models if m != (net if r == "maxout" else tf)]
     if smt and walk is not None:
         from .smt import prove_obligations
         claims += prove_obligations(walk)
