@@ -247,3 +247,13 @@ def test_smt_decides_the_lemma_at_rank_nine_and_more(tmp_path):
 def test_softmax_certificates_still_check(tmp_path):
     doc = softmax_certificate(maxout([[[([1], 0), ([-1], 0)]]], [([1], 0)], [-1], [1]))
     assert walk.verify(doc).code == 0
+
+
+def test_a_model_given_as_a_certificate_or_the_wrong_model_kind_is_named(tmp_path, base):
+    """Issue 23, finding 9: "unknown field 'domain'" said nothing; the error names what the file is."""
+    write_json(tmp_path / "net.json", base["maxout"])
+    write_json(tmp_path / "tf.json", base["transformer"])
+    write_json(tmp_path / "c.cert.json", base)
+    refused(tmp_path / "net.json", words="a model (exactform/maxout@1), not a certificate")
+    refused(tmp_path / "c.cert.json", "--maxout", tmp_path / "tf.json", "--transformer", tmp_path / "net.json",
+            words="(a Maxout net), got 'exactform/transformer@1'")

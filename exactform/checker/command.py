@@ -15,6 +15,8 @@ def check_file(path, smt: bool = False, **bound) -> Result:
     try:
         doc, bound = load(path), {k: v for k, v in bound.items() if v is not None}
         kind = doc.get("kind") if isinstance(doc, dict) else None
+        if isinstance(doc, dict) and str(doc.get("format")).startswith(("exactform/maxout@", "exactform/transformer@")):
+            raise Malformed(f"{path}: a model ({doc['format']}), not a certificate: exactform certify NET TF -o CERT")
         roles = BINDING.get(kind, ())
         if bound and set(bound) != set(roles):
             raise Malformed(f"{path}: {'an' if kind == 'equivalence' else 'a'} {kind} certificate is bound with " + " ".join(f"--{r} FILE" for r in roles)

@@ -140,9 +140,9 @@ Transformer = NamedTuple("Transformer", [("box", list), ("tokens", int), ("width
                                          ("position", list), ("blocks", list), ("token", int), ("readout", list)])
 
 def read_maxout(v, where) -> Maxout:
+    if isinstance(v, dict) and v.get("format") != "exactform/maxout@1":
+        _fail(f"{where}.format", f"expected \"exactform/maxout@1\" (a Maxout net), got {str(v.get('format'))[:40]!r}")
     fields(v, where, ("format", "input_dim", "domain", "layers", "readout"))
-    if v["format"] != "exactform/maxout@1":
-        _fail(f"{where}.format", "expected \"exactform/maxout@1\"")
     n = integer(v["input_dim"], f"{where}.input_dim", 1)
     layers = []
     for l, layer in enumerate(items(v["layers"], f"{where}.layers", nonempty=True)):
@@ -156,10 +156,10 @@ def read_maxout(v, where) -> Maxout:
                   affine_rows(r["weight"], r["bias"], f"{where}.readout.weight", f"{where}.readout.bias", n))
 
 def read_transformer(v, where) -> Transformer:
+    if isinstance(v, dict) and v.get("format") != "exactform/transformer@1":
+        _fail(f"{where}.format", f"expected \"exactform/transformer@1\" (a Transformer), got {str(v.get('format'))[:40]!r}")
     fields(v, where, ("format", "input_dim", "tokens", "width", "attention", "domain", "embed", "blocks",
                       "readout"), ("layout",))
-    if v["format"] != "exactform/transformer@1":
-        _fail(f"{where}.format", "expected \"exactform/transformer@1\"")
     d, T, w = (integer(v[k], f"{where}.{k}", 1) for k in ("input_dim", "tokens", "width"))
     charge(T * w, f"{where}.tokens")
     scale = None
