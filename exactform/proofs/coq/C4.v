@@ -1,0 +1,79 @@
+(** Claim C4 (docs/spec.md §2): the sizes of the constructed Transformer, counted from its
+    matrices' dimensions, equal the closed formula, for every Maxout net and shift constants. *)
+From Coq Require Import Arith Lia List.
+From Exactform Require Import Defs.
+Import ListNotations.
+Open Scope nat_scope.
+
+(** Sizes read off any Transformer: hidden widths of its feed-forward blocks, head counts of its
+    attention blocks, and the dense parameter count (every entry of every matrix and vector). *)
+Definition block_hidden (b : block) : list nat := match b with FF f => [hid f] | ATT _ => [] end.
+Definition block_heads (b : block) : list nat := match b with FF _ => [] | ATT hs => [length hs] end.
+Definition head_params (w : nat) (h : head) : nat := hq h * w + hq h * w + hv h * w + w * hv h.
+Definition block_params (w : nat) (b : block) : nat :=
+  match b with
+  | FF f => hid f * w + hid f + w * hid f + w
+  | ATT hs => fold_right (fun h acc => head_params w h + acc) 0 hs
+  end.
+Definition tf_params (tf : transformer) : nat :=
+  let w := width tf in
+  w * tin tf + tokens tf * w + fold_right (fun b acc => block_params w b + acc) 0 (blocks tf)
+  + touts tf * w + touts tf.
+
+(** The closed formula of §2, with n = (n_0, …, n_L), T tokens, o outputs: hidden widths
+    2 n_ℓ T and 2 (n_{ℓ−1} + 2 n_ℓ), heads n_ℓ, width 1 + T + 3N, parameters
+    w·n_0 + T·w + Σ_FF (2hw + h + w) + 4w Σ_ℓ n_ℓ + o(w + 1). *)
+Fixpoint closed_hidden (T nin : nat) (ns : list nat) : list nat :=
+  match ns with [] => [] | n :: ns => 2 * n * T :: 2 * (nin + 2 * n) :: closed_hidden T n ns end.
+Definition sum (l : list nat) : nat := fold_right plus 0 l.
+Definition closed_params (T N o : nat) (n0 : nat) (ns : list nat) : nat :=
+  let w := 1 + T + 3 * N in
+  w * n0 + T * w + sum (map (fun h => 2 * h * w + h + w) (closed_hidden T n0 ns))
+  + 4 * w * sum ns + o * (w + 1).
+
+Lemma max_heads_params : forall w T N n,
+  fold_right (fun h acc => head_params w h + acc) 0 (map (max_head T N) (seq 0 n)) = 4 * w * n.
+Proof.
+  intros w T N n. assert (forall s, fold_right (fun h acc => head_params w h + acc) 0 (map (max_head T N) (seq s n)) = 4 * w * n); [ | apply H].
+  induction n; intros s; simpl; [lia | ].
+  rewrite IHn. unfold head_params; simpl. lia.
+Qed.
+
+Section Layers.
+Variables (T N : nat) (Rs : shifts).
+
+Lemma layer_blocks_hidden : forall ls l nin,
+  flat_map block_hidden (layer_blocks T N l nin ls Rs) = closed_hidden T nin (map units ls).
+Proof. induction ls; intros; simpl; auto. rewrite IHls. reflexivity. Qed.
+
+Lemma layer_blocks_heads : forall ls l nin,
+  flat_map block_heads (layer_blocks T N l nin ls Rs) = map units ls.
+Proof.
+  induction ls; intros; simpl; auto. rewrite IHls, map_length, seq_length. reflexivity.
+Qed.
+
+Lemma layer_blocks_length : forall ls l nin, length (layer_blocks T N l nin ls Rs) = 3 * length ls.
+Proof. induction ls; intros; simpl; auto. rewrite IHls. lia. Qed.
+
+Lemma layer_blocks_params : forall ls l nin w,
+  fold_right (fun b acc => block_params w b + acc) 0 (layer_blocks T N l nin ls Rs)
+  = sum (map (fun h => 2 * h * w + h + w) (closed_hidden T nin (map units ls))) + 4 * w * sum (map units ls).
+Proof.
+  induction ls; intros; simpl; auto. rewrite IHls, max_heads_params. simpl. nia.
+Qed.
+End Layers.
+
+Theorem C4_sizes : forall (M : maxout) (Rs : shifts),
+  let tf := construct M Rs in
+  let T := max_rank M in let N := max_width M in
+  tokens tf = T /\
+  width tf = 1 + T + 3 * N /\
+  length (blocks tf) = 3 * length (layers M) /\
+  flat_map block_hidden (blocks tf) = closed_hidden T (input_dim M) (map units (layers M)) /\
+  flat_map block_heads (blocks tf) = map units (layers M) /\
+  tf_params tf = closed_params T N (outputs M) (input_dim M) (map units (layers M)).
+Proof.
+  intros. unfold tf, construct, tf_params; simpl.
+  rewrite layer_blocks_length, layer_blocks_hidden, layer_blocks_heads, layer_blocks_params.
+  unfold closed_params, lwidth. repeat split; try reflexivity. fold T N. nia.
+Qed.
