@@ -1,5 +1,5 @@
 (** Facts about the finite sums [rsum] and maxima [vmax] of Defs.v. *)
-From Coq Require Import Reals Lra Lia.
+From Coq Require Import Reals Lra Lia Bool Arith.
 From Exactform Require Import Defs.
 Open Scope R_scope.
 
@@ -120,4 +120,48 @@ Proof.
   { apply vmax_le; auto. intros j Hj. pose proof (Hd j Hj). pose proof (vmax_ge T f j Hj).
     rewrite Rabs_minus_sym in H0. pose proof (Rle_abs (g j - f j)). lra. }
   apply Rabs_le. lra.
+Qed.
+
+(** Sums over index ranges. *)
+
+Lemma rsum_split : forall a b f, rsum (a + b) f = rsum a f + rsum b (fun i => f (a + i)%nat).
+Proof.
+  intros a b f. induction b; simpl; [rewrite Nat.add_0_r; ring | ].
+  rewrite Nat.add_succ_r. simpl. rewrite IHb. ring.
+Qed.
+
+Lemma rsum_single : forall n k f,
+  rsum n (fun c => if (c =? k)%nat then f c else 0) = if (k <? n)%nat then f k else 0.
+Proof.
+  induction n; intros k f; simpl; [destruct k; reflexivity | ].
+  rewrite IHn. destruct (Nat.ltb_spec k n), (Nat.eqb_spec n k), (Nat.ltb_spec k (S n)); subst; try lia; ring.
+Qed.
+
+Lemma rsum_zero_ext : forall n f, (forall i, (i < n)%nat -> f i = 0) -> rsum n f = 0.
+Proof. intros. rewrite (rsum_ext n f (fun _ => 0)) by auto. apply rsum_zero. Qed.
+
+(** A function that is f(c − a) on [a, a + n) and 0 elsewhere sums to Σ_{i<n} f i. *)
+Lemma rsum_window : forall a n w f, (a + n <= w)%nat ->
+  rsum w (fun c => if ((a <=? c) && (c <? a + n))%nat then f (c - a)%nat else 0) = rsum n f.
+Proof.
+  intros a n w f H. replace w with (a + (n + (w - a - n)))%nat by lia.
+  rewrite !rsum_split. rewrite rsum_zero_ext.
+  2:{ intros i Hi. destruct (Nat.leb_spec a i); [lia | reflexivity]. }
+  rewrite (rsum_zero_ext (w - a - n)).
+  2:{ intros i Hi. destruct (Nat.ltb_spec (a + (n + i)) (a + n)); [lia | ]. rewrite andb_false_r. reflexivity. }
+  rewrite (rsum_ext n _ f). ring.
+  intros i Hi. destruct (Nat.leb_spec a (a + i)), (Nat.ltb_spec (a + i) (a + n)); try lia. simpl. f_equal. lia.
+Qed.
+
+Lemma rsum_mul : forall a b f, rsum (a * b) f = rsum a (fun i => rsum b (fun j => f (i * b + j)%nat)).
+Proof.
+  induction a; intros b f; simpl; [reflexivity | ].
+  replace (b + a * b)%nat with (a * b + b)%nat by lia. rewrite rsum_split, IHa. reflexivity.
+Qed.
+
+Lemma rsum_pairs : forall m f, rsum (2 * m) f = rsum m (fun p => f (2 * p)%nat + f (2 * p + 1)%nat).
+Proof.
+  induction m; intros f; [reflexivity | ].
+  replace (2 * S m)%nat with (S (S (2 * m))) by lia. cbn [rsum]. rewrite IHm.
+  replace (2 * m + 1)%nat with (S (2 * m)) by lia. ring.
 Qed.

@@ -1,0 +1,178 @@
+(** Claims C2 and C3 (docs/spec.md §3) for every Maxout net: with shift constants
+    R_ij ≥ |a_ij| on the layer inputs (the hypothesis a certificate's interval bounds establish),
+    the hardmax Transformer [construct M Rs] computes M(x). *)
+From Coq Require Import Reals QArith Qreals Lra Lia List Arith Bool.
+From Exactform Require Import Defs Sums C1.
+Import ListNotations.
+Open Scope R_scope.
+
+(** Case analysis on every comparison of naturals in the goal. *)
+Ltac nat_cases :=
+  repeat match goal with
+  | |- context [(?a =? ?b)%nat] => destruct (Nat.eqb_spec a b)
+  | |- context [(?a <=? ?b)%nat] => destruct (Nat.leb_spec a b)
+  | |- context [(?a <? ?b)%nat] => destruct (Nat.ltb_spec a b)
+  end; try lia.
+
+Lemma Q2R_if : forall (b : bool) p q, Q2R (if b then p else q) = if b then Q2R p else Q2R q.
+Proof. destruct b; reflexivity. Qed.
+
+Lemma if_mult : forall (b : bool) (x y z : R), (if b then x else y) * z = if b then x * z else y * z.
+Proof. destruct b; reflexivity. Qed.
+
+Lemma Q2R0 : Q2R 0 = 0.
+Proof. unfold Q2R; simpl; lra. Qed.
+
+Lemma Q2R_qind : forall b, Q2R (qind b) = if b then 1 else 0.
+Proof. destruct b; unfold Q2R; simpl; lra. Qed.
+
+Lemma Q2R_sgn : forall s, Q2R (sgn s) = if (s =? 0)%nat then 1 else -1.
+Proof. intros. unfold sgn. destruct (s =? 0)%nat; unfold Q2R; simpl; lra. Qed.
+
+(** * States of the construction at block boundaries *)
+
+(** Token t: the constant 1, the shift c_j = [t ≠ j], h = hv, z = zv t, out = ov. *)
+Definition cstate (T N : nat) (hv : nat -> R) (zv : nat -> nat -> R) (ov : nat -> R) : state :=
+  fun t r =>
+    if (r =? 0)%nat then 1
+    else if (r <=? T)%nat then (if (r - 1 =? t)%nat then 0 else 1)
+    else if (r <=? T + N)%nat then hv (r - (1 + T))%nat
+    else if (r <=? T + 2 * N)%nat then zv t (r - (1 + T + N))%nat
+    else ov (r - (1 + T + 2 * N))%nat.
+
+Section Layout.
+Variables (T N : nat) (hv : nat -> R) (zv : nat -> nat -> R) (ov : nat -> R).
+Let X := cstate T N hv zv ov.
+
+Lemma cs_const : forall t, X t O = 1.
+Proof. reflexivity. Qed.
+Lemma cs_shift : forall t j, (j < T)%nat -> X t (c_shift j) = if (j =? t)%nat then 0 else 1.
+Proof. intros. unfold X, cstate, c_shift. nat_cases; try reflexivity; f_equal; lia. Qed.
+Lemma cs_h : forall t i, (i < N)%nat -> X t (c_h T i) = hv i.
+Proof. intros. unfold X, cstate, c_h. nat_cases; try reflexivity; f_equal; lia. Qed.
+Lemma cs_z : forall t i, (i < N)%nat -> X t (c_z T N i) = zv t i.
+Proof. intros. unfold X, cstate, c_z. nat_cases; try reflexivity; f_equal; lia. Qed.
+Lemma cs_out : forall t i, X t (c_out T N i) = ov i.
+Proof. intros. unfold X, cstate, c_out. nat_cases; try reflexivity; f_equal; lia. Qed.
+End Layout.
+
+Lemma coord_cases : forall T N r, (r < lwidth T N)%nat ->
+  r = O \/ (exists j, (j < T)%nat /\ r = c_shift j) \/ (exists i, (i < N)%nat /\ r = c_h T i)
+  \/ (exists i, (i < N)%nat /\ r = c_z T N i) \/ (exists i, (i < N)%nat /\ r = c_out T N i).
+Proof.
+  intros. unfold lwidth, c_shift, c_h, c_z, c_out in *.
+  destruct (Nat.eq_dec r 0); [left; auto | right].
+  destruct (Nat.le_gt_cases r T); [left; exists (r - 1)%nat; split; lia | right].
+  destruct (Nat.le_gt_cases r (T + N)); [left; exists (r - 1 - T)%nat; split; lia | right].
+  destruct (Nat.le_gt_cases r (T + 2 * N)); [left; exists (r - 1 - T - N)%nat; split; lia | right].
+  exists (r - 1 - T - 2 * N)%nat; split; lia.
+Qed.
+
+(** To show that a state equals a [cstate] on tokens < T and coordinates < w. *)
+Definition agree (T w : nat) (X Y : state) : Prop := forall t r, (t < T)%nat -> (r < w)%nat -> X t r = Y t r.
+
+Lemma agree_cstate : forall T N (X : state) hv zv ov,
+  (forall t, (t < T)%nat -> X t O = 1) ->
+  (forall t j, (t < T)%nat -> (j < T)%nat -> X t (c_shift j) = if (j =? t)%nat then 0 else 1) ->
+  (forall t i, (t < T)%nat -> (i < N)%nat -> X t (c_h T i) = hv i) ->
+  (forall t i, (t < T)%nat -> (i < N)%nat -> X t (c_z T N i) = zv t i) ->
+  (forall t i, (t < T)%nat -> (i < N)%nat -> X t (c_out T N i) = ov i) ->
+  agree T (lwidth T N) X (cstate T N hv zv ov).
+Proof.
+  intros T N X hv zv ov H0 H1 H2 H3 H4 t r Ht Hr.
+  destruct (coord_cases T N r Hr) as [->|[[j [Hj ->]]|[[i [Hi ->]]|[[i [Hi ->]]|[i [Hi ->]]]]]].
+  - rewrite H0; auto.
+  - rewrite H1, cs_shift; auto.
+  - rewrite H2, cs_h; auto.
+  - rewrite H3, cs_z; auto.
+  - rewrite H4, cs_out; auto.
+Qed.
+
+(** * Evaluation reads only tokens < T and coordinates < w *)
+
+Lemma hardmax_ext : forall T s s' j, (forall k, (k < T)%nat -> s k = s' k) -> (j < T)%nat ->
+  hardmax T s j = hardmax T s' j.
+Proof.
+  intros T s s' j H Hj. unfold hardmax. rewrite (vmax_ext T s s') by auto.
+  rewrite (rsum_ext T (fun j => if Req_EM_T (s j) _ then 1 else 0)
+                      (fun j => if Req_EM_T (s' j) (vmax T s') then 1 else 0)).
+  2:{ intros. rewrite H; auto. }
+  rewrite H; auto.
+Qed.
+
+Lemma agree_trans : forall T w X Y Z, agree T w X Y -> agree T w Y Z -> agree T w X Z.
+Proof. unfold agree. intros. rewrite H, H0; auto. Qed.
+
+Lemma dot_agree : forall T w (X Y : state) a t, agree T w X Y -> (t < T)%nat -> dot w a (X t) = dot w a (Y t).
+Proof. intros. unfold dot. apply rsum_ext. intros. rewrite H; auto. Qed.
+
+Lemma block_agree : forall T w b X Y, agree T w X Y ->
+  agree T w (block_eval hardmax T w b X) (block_eval hardmax T w b Y).
+Proof.
+  intros T w b X Y H t r Ht Hr. destruct b as [f|hs]; simpl.
+  - unfold ff_eval. rewrite (H t r Ht Hr).
+    rewrite (rsum_ext (hid f) _ (fun k => Q2R (w2 f r k) * relu (dot w (w1 f k) (Y t) + Q2R (b1 f k)))).
+    reflexivity. intros. rewrite (dot_agree T w X Y); auto.
+  - unfold att_eval. rewrite (H t r Ht Hr). f_equal. induction hs as [|hd hs IH]; simpl; auto.
+    rewrite IH. f_equal. unfold head_eval. apply rsum_ext. intros a Ha. f_equal. apply rsum_ext.
+    intros j Hj. rewrite (dot_agree T w X Y _ j H Hj). f_equal. apply hardmax_ext; auto.
+    intros k Hk. unfold scores. apply rsum_ext. intros. rewrite (dot_agree T w X Y _ t), (dot_agree T w X Y _ k); auto.
+Qed.
+
+Lemma blocks_agree : forall T w bs X Y, agree T w X Y ->
+  agree T w (blocks_eval hardmax T w bs X) (blocks_eval hardmax T w bs Y).
+Proof. induction bs; intros; simpl; auto. apply IHbs, block_agree; auto. Qed.
+
+(** * Decoding hidden-unit indices *)
+
+Lemma div_enc : forall b q r, (r < b)%nat -> ((b * q + r) / b)%nat = q.
+Proof. intros. symmetry. apply Nat.div_unique with r; lia. Qed.
+Lemma mod_enc : forall b q r, (r < b)%nat -> ((b * q + r) mod b)%nat = r.
+Proof. intros. symmetry. apply Nat.mod_unique with q; lia. Qed.
+
+Lemma relu_pair : forall a, relu a - relu (- a) = a.
+Proof. intros. unfold relu, Rmax. destruct Rle_dec, Rle_dec; lra. Qed.
+Lemma relu_off : forall a, a <= 0 -> relu a = 0.
+Proof. intros. unfold relu, Rmax. destruct Rle_dec; lra. Qed.
+
+(** * C2: the shifted ReLU pair is the identity in its owner token and off elsewhere *)
+
+Theorem C2_pair : forall (a Rij : R) (t j : nat), Rabs a <= Rij ->
+  let c := if (j =? t)%nat then 0 else 1 in
+  relu (a - Rij * c) - relu (- a - Rij * c) = if (j =? t)%nat then a else 0.
+Proof.
+  intros. unfold c. destruct (j =? t)%nat.
+  - replace (a - Rij * 0) with a by ring. replace (- a - Rij * 0) with (- a) by ring. apply relu_pair.
+  - pose proof (Rle_abs a). pose proof (Rle_abs (- a)). rewrite Rabs_Ropp in H1.
+    rewrite !relu_off by lra. ring.
+Qed.
+
+(** * The pieces block *)
+
+Section Pieces.
+Variables (T N nin : nat) (L : layer) (R0 : nat -> nat -> Q) (hv : nat -> R) (ov : nat -> R).
+Hypotheses (HT : (1 <= T)%nat) (Hnin : (nin <= N)%nat) (Hn : (units L <= N)%nat).
+Hypothesis Hshift : forall i j, (i < units L)%nat -> (j < T)%nat ->
+  Rabs (piece L nin hv i (pad (rank L i) j)) <= Q2R (R0 i j).
+Let X := cstate T N hv (fun _ _ => 0) ov.
+Let a i j := piece L nin hv i (pad (rank L i) j).
+
+Lemma pieces_dot : forall t i j s, (t < T)%nat -> (j < T)%nat ->
+  dot (lwidth T N) (fun c => if (c =? c_shift j)%nat then (- R0 i j)%Q
+        else if in_h T nin c then (sgn s * wt L i (pad (rank L i) j) (c - (1 + T)))%Q else 0%Q) (X t)
+  = - Q2R (R0 i j) * (if (j =? t)%nat then 0 else 1) + Q2R (sgn s) * dot nin (wt L i (pad (rank L i) j)) hv.
+Proof.
+  intros t i j s Ht Hj. unfold dot.
+  rewrite (rsum_ext _ _ (fun c => (if (c =? c_shift j)%nat then - Q2R (R0 i j) * X t c else 0)
+     + (if ((1 + T <=? c) && (c <? 1 + T + nin))%nat
+        then Q2R (sgn s) * (Q2R (wt L i (pad (rank L i) j) (c - (1 + T))) * hv (c - (1 + T))%nat) else 0))).
+  2:{ intros c Hc. unfold in_h. destruct (Nat.eqb_spec c (c_shift j)).
+      - unfold c_shift in *. nat_cases; simpl; rewrite Q2R_opp; ring.
+      - nat_cases; simpl; rewrite ?Q2R_mult, ?Q2R0; try ring.
+        unfold X, cstate. nat_cases. replace (c - (1 + T))%nat with (c - S T)%nat by lia. ring. }
+  pose proof (rsum_window (1 + T) nin (lwidth T N)
+    (fun c => Q2R (sgn s) * (Q2R (wt L i (pad (rank L i) j) c) * hv c))) as W. cbv beta in W.
+  rewrite rsum_plus, rsum_single, W by (unfold lwidth; lia).
+  rewrite rsum_scal. unfold X. rewrite (cs_shift T N) by auto. unfold lwidth, c_shift. nat_cases; ring.
+Qed.
+End Pieces.
