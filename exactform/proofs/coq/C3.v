@@ -147,6 +147,22 @@ Proof.
     rewrite !relu_off by lra. ring.
 Qed.
 
+(** Sums over units written at an injective coordinate map g. *)
+Lemma rsum_coord_hit : forall n (g : nat -> nat) i0 f, (forall i i', g i = g i' -> i = i') ->
+  rsum n (fun i => if (g i0 =? g i)%nat then f i else 0) = if (i0 <? n)%nat then f i0 else 0.
+Proof.
+  intros. rewrite <- rsum_single. apply rsum_ext. intros i _.
+  destruct (Nat.eqb_spec (g i0) (g i)), (Nat.eqb_spec i i0); subst; auto.
+  - apply H in e. lia.
+  - contradiction.
+Qed.
+
+Lemma rsum_coord_miss : forall n (g : nat -> nat) r f, (forall i, (i < n)%nat -> r <> g i) ->
+  rsum n (fun i => if (r =? g i)%nat then f i else 0) = 0.
+Proof.
+  intros. apply rsum_zero_ext. intros. destruct (Nat.eqb_spec r (g i)); auto. exfalso; eapply H; eauto.
+Qed.
+
 (** * The pieces block *)
 
 Section Pieces.
@@ -174,5 +190,47 @@ Proof.
     (fun c => Q2R (sgn s) * (Q2R (wt L i (pad (rank L i) j) c) * hv c))) as W. cbv beta in W.
   rewrite rsum_plus, rsum_single, W by (unfold lwidth; lia).
   rewrite rsum_scal. unfold X. rewrite (cs_shift T N) by auto. unfold lwidth, c_shift. nat_cases; ring.
+Qed.
+
+Lemma sgn0 : Q2R (sgn 0) = 1.
+Proof. unfold Q2R; simpl; lra. Qed.
+Lemma sgn1 : Q2R (sgn 1) = -1.
+Proof. unfold Q2R; simpl; lra. Qed.
+
+Lemma pieces_sum : forall t r, (t < T)%nat ->
+  block_eval hardmax T (lwidth T N) (pieces_block T N nin L R0) X t r
+  = X t r + rsum (units L) (fun i => if (r =? c_z T N i)%nat then a i t else 0).
+Proof.
+  intros t r Ht. unfold pieces_block, block_eval, ff_eval. cbn [hid w1 b1 w2 b2]. cbv beta zeta.
+  rewrite Q2R0, Rplus_0_r. f_equal.
+  replace (2 * units L * T)%nat with (2 * (units L * T))%nat by lia.
+  rewrite rsum_pairs, rsum_mul. apply rsum_ext. intros i Hi.
+  rewrite (rsum_ext T _ (fun j => if (r =? c_z T N i)%nat then (if (j =? t)%nat then a i j else 0) else 0)).
+  - destruct (r =? c_z T N i)%nat; [rewrite rsum_single; nat_cases; reflexivity | apply rsum_zero].
+  - intros j Hj.
+    assert (E0 : ((2 * (i * T + j)) / 2 = i * T + j)%nat) by (rewrite <- (Nat.add_0_r (2 * _)); apply div_enc; lia).
+    assert (E1 : ((2 * (i * T + j) + 1) / 2 = i * T + j)%nat) by (apply div_enc; lia).
+    assert (M0 : ((2 * (i * T + j)) mod 2 = 0)%nat) by (rewrite <- (Nat.add_0_r (2 * _)); apply mod_enc; lia).
+    assert (M1 : ((2 * (i * T + j) + 1) mod 2 = 1)%nat) by (apply mod_enc; lia).
+    assert (Ei : ((i * T + j) / T = i)%nat) by (rewrite Nat.mul_comm; apply div_enc; lia).
+    assert (Ej : ((i * T + j) mod T = j)%nat) by (rewrite Nat.mul_comm; apply mod_enc; lia).
+    rewrite E0, E1, M0, M1, Ei, Ej.
+    rewrite !pieces_dot by auto. rewrite !Q2R_mult, sgn0, sgn1, !Q2R_if, sgn0, sgn1, Q2R0.
+    pose proof (C2_pair (a i j) (Q2R (R0 i j)) t j (Hshift i j Hi Hj)) as P. cbv zeta in P.
+    unfold a, piece in P |- *. destruct (r =? c_z T N i)%nat; [ | ring]. rewrite <- P.
+    match goal with |- 1 * relu ?x1 + -1 * relu ?x2 = relu ?y1 - relu ?y2 =>
+      replace x1 with y1 by ring; replace x2 with y2 by ring end. ring.
+Qed.
+
+Lemma pieces_eval :
+  agree T (lwidth T N) (block_eval hardmax T (lwidth T N) (pieces_block T N nin L R0) X)
+    (cstate T N hv (fun t i => if (i <? units L)%nat then a i t else 0) ov).
+Proof.
+  apply agree_cstate; [intros t Ht | intros t i0 Ht Hi0 ..]; rewrite pieces_sum by auto; unfold X.
+  - rewrite rsum_coord_miss by (intros; unfold c_z; lia). rewrite cs_const. ring.
+  - rewrite rsum_coord_miss by (intros; unfold c_z, c_shift; lia). rewrite cs_shift by auto. ring.
+  - rewrite rsum_coord_miss by (intros; unfold c_z, c_h; lia). rewrite cs_h by auto. ring.
+  - rewrite rsum_coord_hit by (intros i i'; unfold c_z; lia). rewrite cs_z by auto. ring.
+  - rewrite rsum_coord_miss by (intros; unfold c_z, c_out; lia). rewrite cs_out by auto. ring.
 Qed.
 End Pieces.
