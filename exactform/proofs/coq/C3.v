@@ -23,6 +23,9 @@ Proof. destruct b; reflexivity. Qed.
 Lemma Q2R0 : Q2R 0 = 0.
 Proof. unfold Q2R; simpl; lra. Qed.
 
+Lemma Q2R1 : Q2R 1 = 1.
+Proof. unfold Q2R; simpl; field. Qed.
+
 Lemma Q2R_qind : forall b, Q2R (qind b) = if b then 1 else 0.
 Proof. destruct b; unfold Q2R; simpl; lra. Qed.
 
@@ -234,3 +237,60 @@ Proof.
   - rewrite rsum_coord_miss by (intros; unfold c_z, c_out; lia). rewrite cs_out by auto. ring.
 Qed.
 End Pieces.
+
+Lemma ltb_true : forall a b, (a < b)%nat -> (a <? b)%nat = true.
+Proof. intros. apply Nat.ltb_lt. auto. Qed.
+
+Lemma dot_single : forall w k q Y, dot w (fun c => if (c =? k)%nat then q else 0%Q) Y
+  = if (k <? w)%nat then Q2R q * Y k else 0.
+Proof.
+  intros. unfold dot. rewrite <- (rsum_single w k (fun c => Q2R q * Y c)). apply rsum_ext. intros c _.
+  destruct (Nat.eqb_spec c k); subst; [reflexivity | rewrite Q2R0; ring].
+Qed.
+
+Lemma rsum_shift : forall n f, rsum (S n) f = f O + rsum n (fun i => f (S i)).
+Proof. induction n; intros; cbn [rsum] in *; [ring | rewrite IHn; ring]. Qed.
+
+Lemma fold_heads : forall (F : head -> R) g n s,
+  fold_right (fun hd acc => F hd + acc) 0 (map g (seq s n)) = rsum n (fun i => F (g (s + i)%nat)).
+Proof.
+  induction n; intros; [reflexivity | ]. rewrite rsum_shift. simpl. rewrite IHn, Nat.add_0_r.
+  f_equal. apply rsum_ext. intros. f_equal. f_equal. lia.
+Qed.
+
+(** * The max block: C1 in every head *)
+
+Section Max.
+Variables (T N n : nat) (hh : nat -> R) (zv : nat -> nat -> R) (ov : nat -> R).
+Hypotheses (HT : (1 <= T)%nat) (Hn : (n <= N)%nat).
+Let X := cstate T N hh zv ov.
+
+Lemma max_head_eval : forall q r i, (q < T)%nat -> (i < N)%nat ->
+  head_eval hardmax T (lwidth T N) (max_head T N i) X q r
+  = if (r =? c_out T N i)%nat then vmax T (fun t => zv t i) else 0.
+Proof.
+  intros q r i Hq Hi. unfold head_eval, max_head, scores. cbn [hq hv qm km vm om rsum]. unfold qind.
+  rewrite !dot_single. rewrite !ltb_true by (unfold lwidth, c_z; lia). unfold X. rewrite cs_const.
+  rewrite (rsum_ext T _ (fun j => hardmax T (fun k => 1 * zv k i + 0) j * zv j i)).
+  - rewrite C1_hardmax_returns_max by (auto; lra). destruct (r =? c_out T N i)%nat; rewrite ?Q2R1, ?Q2R0; ring.
+  - intros j Hj. rewrite dot_single, ltb_true, (cs_z T N), Q2R1 by (unfold lwidth, c_z; lia).
+    f_equal; [ | ring]. apply hardmax_ext; auto. intros k Hk.
+    rewrite dot_single, ltb_true, (cs_z T N), Q2R1 by (unfold lwidth, c_z; lia). ring.
+Qed.
+
+Lemma max_eval :
+  agree T (lwidth T N) (block_eval hardmax T (lwidth T N) (max_block T N n) X)
+    (cstate T N hh zv (fun i => ov i + if (i <? n)%nat then vmax T (fun t => zv t i) else 0)).
+Proof.
+  assert (S : forall q r, (q < T)%nat -> block_eval hardmax T (lwidth T N) (max_block T N n) X q r
+            = X q r + rsum n (fun i => if (r =? c_out T N i)%nat then vmax T (fun t => zv t i) else 0)).
+  { intros q r Hq. simpl. unfold att_eval. rewrite fold_heads. f_equal. apply rsum_ext. intros.
+    rewrite max_head_eval by (auto; lia). reflexivity. }
+  apply agree_cstate; [intros t Ht | intros t i0 Ht Hi0 ..]; rewrite S by auto; unfold X.
+  - rewrite rsum_coord_miss by (intros; unfold c_out; lia). rewrite cs_const. ring.
+  - rewrite rsum_coord_miss by (intros; unfold c_out, c_shift; lia). rewrite cs_shift by auto. ring.
+  - rewrite rsum_coord_miss by (intros; unfold c_out, c_h; lia). rewrite cs_h by auto. ring.
+  - rewrite rsum_coord_miss by (intros; unfold c_out, c_z; lia). rewrite cs_z by auto. ring.
+  - rewrite rsum_coord_hit by (intros i i'; unfold c_out; lia). rewrite cs_out by auto. ring.
+Qed.
+End Max.
