@@ -241,6 +241,15 @@ End Pieces.
 Lemma ltb_true : forall a b, (a < b)%nat -> (a <? b)%nat = true.
 Proof. intros. apply Nat.ltb_lt. auto. Qed.
 
+Lemma ltb_false : forall a b, (b <= a)%nat -> (a <? b)%nat = false.
+Proof. intros. apply Nat.ltb_ge. auto. Qed.
+
+Lemma Q2Rm1 : Q2R (-1) = -1.
+Proof. unfold Q2R; simpl; field. Qed.
+
+Lemma Q2R_ind_neg : forall (b : bool) x, Q2R (if b then (-1)%Q else 0%Q) * x = if b then - x else 0.
+Proof. destruct b; intros; rewrite ?Q2Rm1, ?Q2R0; ring. Qed.
+
 Lemma dot_single : forall w k q Y, dot w (fun c => if (c =? k)%nat then q else 0%Q) Y
   = if (k <? w)%nat then Q2R q * Y k else 0.
 Proof.
@@ -294,3 +303,73 @@ Proof.
   - rewrite rsum_coord_hit by (intros i i'; unfold c_out; lia). rewrite cs_out by auto. ring.
 Qed.
 End Max.
+
+(** * The advance block *)
+
+Section Advance.
+Variables (T N nin n : nat) (hh : nat -> R) (zv : nat -> nat -> R) (ov : nat -> R).
+Hypotheses (Hnin : (nin <= N)%nat) (Hn : (n <= N)%nat).
+Let X := cstate T N hh zv ov.
+
+Lemma advance_sum : forall t r, (t < T)%nat ->
+  block_eval hardmax T (lwidth T N) (advance_block T N nin n) X t r
+  = X t r + rsum (nin + 2 * n) (fun p => Q2R (adv_write T N nin n p r) * X t (adv_src T N nin n p)).
+Proof.
+  intros t r Ht. unfold advance_block, block_eval, ff_eval. cbn [hid w1 b1 w2 b2].
+  rewrite Q2R0, Rplus_0_r. f_equal. rewrite rsum_pairs. apply rsum_ext. intros p Hp.
+  assert (E0 : ((2 * p) / 2 = p)%nat) by (rewrite <- (Nat.add_0_r (2 * _)); apply div_enc; lia).
+  assert (E1 : ((2 * p + 1) / 2 = p)%nat) by (apply div_enc; lia).
+  assert (M0 : ((2 * p) mod 2 = 0)%nat) by (rewrite <- (Nat.add_0_r (2 * _)); apply mod_enc; lia).
+  assert (M1 : ((2 * p + 1) mod 2 = 1)%nat) by (apply mod_enc; lia).
+  rewrite E0, E1, M0, M1, !dot_single, ltb_true.
+  2:{ unfold adv_src, lwidth, c_h, c_out, c_z. nat_cases. }
+  rewrite !Q2R_mult, sgn0, sgn1, ?Q2R0, ?Rplus_0_r.
+  set (v := X t (adv_src T N nin n p)). set (a := Q2R (adv_write T N nin n p r)).
+  replace (-1 * v) with (- v) by ring. replace (1 * v) with v by ring.
+  pose proof (relu_pair v). replace (a * v) with (a * (relu v - relu (- v))) by (rewrite H; ring). ring.
+Qed.
+
+Lemma advance_parts : forall t r, (t < T)%nat ->
+  rsum (nin + 2 * n) (fun p => Q2R (adv_write T N nin n p r) * X t (adv_src T N nin n p))
+  = rsum nin (fun i => if (r =? c_h T i)%nat then - hh i else 0)
+    + rsum n (fun i => if (r =? c_h T i)%nat then ov i else 0)
+    + rsum n (fun i => if (r =? c_out T N i)%nat then - ov i else 0)
+    + rsum n (fun i => if (r =? c_z T N i)%nat then - zv t i else 0).
+Proof.
+  intros t r Ht. set (f := fun p => Q2R (adv_write T N nin n p r) * X t (adv_src T N nin n p)).
+  assert (A1 : rsum nin f = rsum nin (fun i => if (r =? c_h T i)%nat then - hh i else 0)).
+  { apply rsum_ext. intros i Hi. unfold f, adv_write, adv_src. rewrite ltb_true by lia. unfold X.
+    rewrite cs_h by lia. apply Q2R_ind_neg. }
+  assert (A2 : rsum n (fun i => f (nin + i)%nat)
+             = rsum n (fun i => (if (r =? c_h T i)%nat then ov i else 0) + (if (r =? c_out T N i)%nat then - ov i else 0))).
+  { apply rsum_ext. intros i Hi. unfold f, adv_write, adv_src. rewrite ltb_false, ltb_true by lia.
+    replace (nin + i - nin)%nat with i by lia. unfold X. rewrite cs_out.
+    destruct (Nat.eqb_spec r (c_h T i)), (Nat.eqb_spec r (c_out T N i)); subst;
+      try (unfold c_h, c_out in *; lia); rewrite ?Q2R1, ?Q2Rm1, ?Q2R0; ring. }
+  assert (A3 : rsum n (fun i => f (nin + (n + i))%nat) = rsum n (fun i => if (r =? c_z T N i)%nat then - zv t i else 0)).
+  { apply rsum_ext. intros i Hi. unfold f, adv_write, adv_src. rewrite !ltb_false by lia.
+    replace (nin + (n + i) - nin - n)%nat with i by lia. unfold X. rewrite cs_z by lia.
+    apply Q2R_ind_neg. }
+  replace (nin + 2 * n)%nat with (nin + (n + n))%nat by lia. rewrite !rsum_split. cbv beta.
+  rewrite A1, A2, A3, rsum_plus. ring.
+Qed.
+
+Lemma advance_eval :
+  agree T (lwidth T N) (block_eval hardmax T (lwidth T N) (advance_block T N nin n) X)
+    (cstate T N (fun i => (if (i <? nin)%nat then 0 else hh i) + (if (i <? n)%nat then ov i else 0))
+       (fun t i => if (i <? n)%nat then 0 else zv t i) (fun i => if (i <? n)%nat then 0 else ov i)).
+Proof.
+  apply agree_cstate; [intros t Ht | intros t i0 Ht Hi0 ..]; rewrite advance_sum, advance_parts by auto; unfold X.
+  - rewrite !rsum_coord_miss by (intros; unfold c_h, c_out, c_z; lia). rewrite cs_const. ring.
+  - rewrite !rsum_coord_miss by (intros; unfold c_h, c_out, c_z, c_shift; lia). rewrite cs_shift by auto. ring.
+  - rewrite (rsum_coord_miss n (c_out T N)), (rsum_coord_miss n (c_z T N)) by (intros; unfold c_h, c_out, c_z; lia).
+    rewrite !rsum_coord_hit by (intros i i'; unfold c_h; lia). rewrite cs_h by auto.
+    destruct (i0 <? nin)%nat, (i0 <? n)%nat; ring.
+  - rewrite (rsum_coord_miss nin (c_h T)), (rsum_coord_miss n (c_h T)), (rsum_coord_miss n (c_out T N))
+      by (intros; unfold c_h, c_out, c_z; lia).
+    rewrite rsum_coord_hit by (intros i i'; unfold c_z; lia). rewrite cs_z by auto. destruct (i0 <? n)%nat; ring.
+  - rewrite (rsum_coord_miss nin (c_h T)), (rsum_coord_miss n (c_h T)), (rsum_coord_miss n (c_z T N))
+      by (intros; unfold c_h, c_out, c_z; lia).
+    rewrite rsum_coord_hit by (intros i i'; unfold c_out; lia). rewrite cs_out. destruct (i0 <? n)%nat; ring.
+Qed.
+End Advance.
