@@ -373,3 +373,93 @@ Proof.
     rewrite rsum_coord_hit by (intros i i'; unfold c_out; lia). rewrite cs_out. destruct (i0 <? n)%nat; ring.
 Qed.
 End Advance.
+
+(** * One layer, then every layer *)
+
+Definition zeroext (n : nat) (h : nat -> R) : nat -> R := fun i => if (i <? n)%nat then h i else 0.
+Definition zero2 : nat -> nat -> R := fun _ _ => 0.
+Definition zero1 : nat -> R := fun _ => 0.
+
+Lemma cstate_ext : forall T N hv hv' zv zv' ov ov',
+  (forall i, (i < N)%nat -> hv i = hv' i) -> (forall t i, (t < T)%nat -> (i < N)%nat -> zv t i = zv' t i) ->
+  (forall i, (i < N)%nat -> ov i = ov' i) ->
+  agree T (lwidth T N) (cstate T N hv zv ov) (cstate T N hv' zv' ov').
+Proof.
+  intros. apply agree_cstate; intros.
+  - apply cs_const.
+  - apply cs_shift; auto.
+  - rewrite cs_h; auto.
+  - rewrite cs_z; auto.
+  - rewrite cs_out; auto.
+Qed.
+
+(** Padding ranks to T by repeating the last piece leaves the maximum unchanged. *)
+Lemma vmax_pad : forall T k f, (1 <= k <= T)%nat -> vmax T (fun j => f (pad k j)) = vmax k f.
+Proof.
+  intros T k f Hk. unfold pad. apply Rle_antisym.
+  - apply vmax_le; [lia | ]. intros. apply vmax_ge. lia.
+  - apply vmax_le; [lia | ]. intros j Hj. replace j with (Nat.min j (k - 1)) at 1 by lia.
+    apply (vmax_ge T (fun j => f (Nat.min j (k - 1)))). lia.
+Qed.
+
+Lemma piece_zeroext : forall L nin h i j, piece L nin (zeroext nin h) i j = piece L nin h i j.
+Proof.
+  intros. unfold piece, dot. f_equal. apply rsum_ext. intros c Hc. unfold zeroext. rewrite ltb_true; auto.
+Qed.
+
+Section Layer.
+Variables (T N : nat) (Rs : shifts).
+Hypothesis HT : (1 <= T)%nat.
+
+Lemma layer_correct : forall l L nin h X,
+  (nin <= N)%nat -> (units L <= N)%nat -> (forall i, (i < units L)%nat -> (1 <= rank L i <= T)%nat) ->
+  (forall i j, (i < units L)%nat -> (j < T)%nat -> Rabs (piece L nin h i (pad (rank L i) j)) <= Q2R (Rs l i j)) ->
+  agree T (lwidth T N) X (cstate T N (zeroext nin h) zero2 zero1) ->
+  agree T (lwidth T N)
+    (blocks_eval hardmax T (lwidth T N) [pieces_block T N nin L (Rs l); max_block T N (units L); advance_block T N nin (units L)] X)
+    (cstate T N (zeroext (units L) (layer_eval L nin h)) zero2 zero1).
+Proof.
+  intros l L nin h X Hnin Hn Hr Hs HX. cbn [blocks_eval]. set (w := lwidth T N).
+  (* pieces *)
+  set (zv1 := fun t i => if (i <? units L)%nat then piece L nin (zeroext nin h) i (pad (rank L i) t) else 0).
+  assert (S1 : agree T w (block_eval hardmax T w (pieces_block T N nin L (Rs l)) X) (cstate T N (zeroext nin h) zv1 zero1)).
+  { eapply agree_trans; [apply block_agree, HX | ]. apply pieces_eval; auto.
+    intros. rewrite piece_zeroext. auto. }
+  (* max *)
+  set (ov2 := fun i => zero1 i + (if (i <? units L)%nat then vmax T (fun t => zv1 t i) else 0)).
+  assert (S2 : agree T w (block_eval hardmax T w (max_block T N (units L)) (block_eval hardmax T w (pieces_block T N nin L (Rs l)) X))
+                 (cstate T N (zeroext nin h) zv1 ov2)).
+  { eapply agree_trans; [apply block_agree, S1 | ]. apply max_eval; auto. }
+  (* advance *)
+  eapply agree_trans; [apply block_agree, S2 | ]. eapply agree_trans; [apply advance_eval; auto | ].
+  apply cstate_ext; intros.
+  - unfold zeroext, ov2, zero1, layer_eval. destruct (Nat.ltb_spec i (units L)).
+    2:{ destruct (i <? nin)%nat; ring. }
+    rewrite <- (vmax_pad T (rank L i)) by auto.
+    transitivity (vmax T (fun t => zv1 t i)); [destruct (i <? nin)%nat; ring | ].
+    apply vmax_ext. intros t Ht. unfold zv1. rewrite ltb_true, piece_zeroext by auto. reflexivity.
+  - unfold zv1, zero2. destruct (Nat.ltb_spec i (units L)); reflexivity.
+  - unfold ov2, zero1. destruct (Nat.ltb_spec i (units L)); ring.
+Qed.
+
+Fixpoint shifts_ok (l nin : nat) (ls : list layer) (h : nat -> R) : Prop :=
+  match ls with
+  | [] => True
+  | L :: ls => (forall i j, (i < units L)%nat -> (j < T)%nat -> Rabs (piece L nin h i (pad (rank L i) j)) <= Q2R (Rs l i j))
+               /\ shifts_ok (S l) (units L) ls (layer_eval L nin h)
+  end.
+
+Lemma layers_correct : forall ls l nin h X,
+  (nin <= N)%nat -> (forall L, In L ls -> (units L <= N)%nat /\ forall i, (i < units L)%nat -> (1 <= rank L i <= T)%nat) ->
+  shifts_ok l nin ls h ->
+  agree T (lwidth T N) X (cstate T N (zeroext nin h) zero2 zero1) ->
+  agree T (lwidth T N) (blocks_eval hardmax T (lwidth T N) (layer_blocks T N l nin ls Rs) X)
+    (cstate T N (zeroext (last (nin :: map units ls) O) (layers_eval ls nin h)) zero2 zero1).
+Proof.
+  induction ls as [|L ls IH]; intros l nin h X Hnin Hls Hs HX; cbn [layer_blocks blocks_eval layers_eval map]; auto.
+  destruct Hs as [Hs Hs']. destruct (Hls L (or_introl eq_refl)) as [Hn Hr].
+  pose proof (layer_correct l L nin h X Hnin Hn Hr Hs HX) as HL. cbn [blocks_eval] in HL.
+  replace (last (nin :: units L :: map units ls) O) with (last (units L :: map units ls) O) by reflexivity.
+  apply IH; auto. intros; apply Hls; right; auto.
+Qed.
+End Layer.
