@@ -463,3 +463,28 @@ Proof.
   apply IH; auto. intros; apply Hls; right; auto.
 Qed.
 End Layer.
+
+(** * The embedding, the read-out and the theorem *)
+
+Lemma embed_correct : forall M Rs x,
+  let T := max_rank M in let N := max_width M in
+  (input_dim M <= N)%nat ->
+  agree T (lwidth T N) (embed (construct M Rs) x) (cstate T N (zeroext (input_dim M) x) zero2 zero1).
+Proof.
+  intros M Rs x T N Hd. unfold embed, construct. cbn [tin emb_w emb_b]. fold T N.
+  apply agree_cstate; [intros t Ht | intros t i0 Ht Hi0 ..]; unfold dot.
+  - rewrite rsum_zero_ext; [unfold Q2R; simpl; field | ].
+    intros i Hi. unfold qind, c_h. destruct (Nat.eqb_spec 0 (1 + T + i)); [lia | rewrite Q2R0; ring].
+  - rewrite rsum_zero_ext.
+    + unfold c_shift. nat_cases; simpl; rewrite ?Q2R0, ?Q2R1; ring.
+    + intros i Hi. unfold qind, c_h, c_shift. destruct (Nat.eqb_spec (1 + i0) (1 + T + i)); [lia | rewrite Q2R0; ring].
+  - rewrite (rsum_ext _ _ (fun i => if (i =? i0)%nat then x i else 0)).
+    + rewrite rsum_single. unfold zeroext, c_h. nat_cases; rewrite Q2R0; ring.
+    + intros i Hi. unfold qind, c_h. nat_cases; rewrite ?Q2R0, ?Q2R1; try ring; subst; reflexivity.
+  - rewrite rsum_zero_ext.
+    + unfold c_z. nat_cases. rewrite Q2R0. unfold zero2. ring.
+    + intros i Hi. unfold qind, c_h, c_z. nat_cases. rewrite Q2R0; ring.
+  - rewrite rsum_zero_ext.
+    + unfold c_out. nat_cases. rewrite Q2R0. unfold zero1. ring.
+    + intros i Hi. unfold qind, c_h, c_out. nat_cases. rewrite Q2R0; ring.
+Qed.
