@@ -488,3 +488,57 @@ Proof.
     + unfold c_out. nat_cases. rewrite Q2R0. unfold zero1. ring.
     + intros i Hi. unfold qind, c_h, c_out. nat_cases. rewrite Q2R0; ring.
 Qed.
+
+Lemma fold_max_ge : forall l x, In x l -> (x <= fold_right Nat.max 0 l)%nat.
+Proof. induction l; simpl; intros; [contradiction | destruct H; subst; [lia | specialize (IHl x H); lia]]. Qed.
+
+Lemma last_in : forall (l : list nat) d, l <> [] -> In (last l d) l.
+Proof.
+  induction l as [|a l IH]; intros d H; [contradiction | ].
+  destruct l as [|b l]; [left; reflexivity | right; apply IH; discriminate].
+Qed.
+
+(** Spec §1: at least one layer, every layer at least one unit, every unit at least one piece. *)
+Definition well_formed (M : maxout) : Prop :=
+  layers M <> [] /\
+  forall L, In L (layers M) -> (1 <= units L)%nat /\ forall i, (i < units L)%nat -> (1 <= rank L i)%nat.
+
+(** The hypothesis on the shift constants at input x: in every layer ℓ, for every unit i and
+    slot j < T, |a_{i,pad(j)}(h^{ℓ−1}(x))| ≤ R_ℓij — what interval bounds over the box establish. *)
+Definition shifts_bound (M : maxout) (Rs : shifts) (x : nat -> R) : Prop :=
+  shifts_ok (max_rank M) Rs 0 (input_dim M) (layers M) x.
+
+Theorem C3_construction_computes_maxout : forall (M : maxout) (Rs : shifts) (x : nat -> R),
+  well_formed M -> shifts_bound M Rs x ->
+  forall o, tf_eval hardmax (construct M Rs) x o = maxout_eval M x o.
+Proof.
+  intros M Rs x [Hne Hwf] Hs o.
+  set (T := max_rank M). set (N := max_width M). set (d := input_dim M).
+  assert (HN : forall n, In n (widths M) -> (n <= N)%nat) by (intros; apply fold_max_ge; auto).
+  assert (Hd : (d <= N)%nat) by (apply HN; left; reflexivity).
+  assert (Hls : forall L, In L (layers M) -> (units L <= N)%nat /\ forall i, (i < units L)%nat -> (1 <= rank L i <= T)%nat).
+  { intros L HL. split; [apply HN; right; apply in_map; auto | ].
+    intros i Hi. split; [apply Hwf; auto | ].
+    apply Nat.le_trans with (layer_rank L).
+    - apply fold_max_ge, in_map, in_seq. lia.
+    - apply fold_max_ge, in_map. auto. }
+  assert (HT : (1 <= T)%nat).
+  { assert (exists L, In L (layers M)) as [L HL]
+      by (destruct (layers M); [contradiction | eexists; left; reflexivity]).
+    destruct (Hwf L HL) as [Hu _]. destruct (Hls L HL) as [_ Hr]. specialize (Hr O Hu). lia. }
+  set (nL := last_width M). set (hL := layers_eval (layers M) d x).
+  assert (HnL : (nL <= N)%nat) by (apply HN, last_in; discriminate).
+  assert (HX := layers_correct T N Rs HT (layers M) 0 d x (embed (construct M Rs) x) Hd Hls Hs
+                  (embed_correct M Rs x Hd)).
+  change (last (d :: map units (layers M)) 0%nat) with nL in HX.
+  unfold tf_eval, maxout_eval. cbn [tokens width blocks out_token ro_w ro_b construct]. fold T N d nL hL.
+  f_equal. unfold dot.
+  rewrite (rsum_ext _ _ (fun c => if ((1 + T <=? c) && (c <? 1 + T + nL))%nat
+                                 then Q2R (rd_w M o (c - (1 + T))%nat) * hL (c - (1 + T))%nat else 0)).
+  - pose proof (rsum_window (1 + T) nL (lwidth T N) (fun c => Q2R (rd_w M o c) * hL c)) as W.
+    cbv beta in W. rewrite W by (unfold lwidth; lia). reflexivity.
+  - intros c Hc. unfold in_h. destruct ((1 + T <=? c) && (c <? 1 + T + nL))%nat eqn:E.
+    + apply andb_prop in E. destruct E as [E1 E2]. apply Nat.leb_le in E1. apply Nat.ltb_lt in E2.
+      rewrite (HX O c) by auto. f_equal. unfold cstate, zeroext. nat_cases. reflexivity.
+    + rewrite Q2R0. ring.
+Qed.
