@@ -166,6 +166,14 @@ Proof.
   intros. apply rsum_zero_ext. intros. destruct (Nat.eqb_spec r (g i)); auto. exfalso; eapply H; eauto.
 Qed.
 
+(** C2's other half: off the owner token both ReLUs are off, and with R_ij > 0 their
+    pre-activations sum to −2R_ij < 0. *)
+Theorem C2_off : forall a Rij : R, Rabs a <= Rij ->
+  a - Rij <= 0 /\ - a - Rij <= 0 /\ (0 < Rij -> (a - Rij) + (- a - Rij) < 0).
+Proof.
+  intros. pose proof (Rle_abs a). pose proof (Rle_abs (- a)). rewrite Rabs_Ropp in H1. lra.
+Qed.
+
 (** * The pieces block *)
 
 Section Pieces.
@@ -542,3 +550,12 @@ Proof.
       rewrite (HX O c) by auto. f_equal. unfold cstate, zeroext. nat_cases. reflexivity.
     + rewrite Q2R0. ring.
 Qed.
+
+(** The claim on a box B_0 = [lower, upper]: wherever the shift constants bound the pieces on
+    the box (what `exactform compile` establishes by exact interval arithmetic), Tf = M on B_0. *)
+Corollary C3_on_box : forall (M : maxout) (Rs : shifts) (lower upper : nat -> R),
+  well_formed M ->
+  (forall x, (forall i, (i < input_dim M)%nat -> lower i <= x i <= upper i) -> shifts_bound M Rs x) ->
+  forall x, (forall i, (i < input_dim M)%nat -> lower i <= x i <= upper i) ->
+  forall o, tf_eval hardmax (construct M Rs) x o = maxout_eval M x o.
+Proof. intros. apply C3_construction_computes_maxout; auto. Qed.
