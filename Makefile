@@ -10,7 +10,7 @@ $(BIN)/exactform: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
-.PHONY: demo test bench
+.PHONY: demo test bench proofs-coq
 demo: $(BIN)/exactform
 	PATH=$(CURDIR)/$(BIN):$$PATH bash examples/run.sh
 
@@ -19,3 +19,10 @@ test: $(BIN)/exactform
 
 bench: $(BIN)/exactform
 	$(BIN)/python -m benchmarks
+
+# The Coq theorems (exactform/proofs/coq/): Debian's `coq` package (Coq 8.16, standard library
+# reals only) when coqc is absent (CI runs as root), then every file checked and every main
+# theorem's axioms listed.  About 5 s of CPU.
+proofs-coq:
+	command -v coqc >/dev/null || { apt-get update -qq && apt-get install -y -qq coq; }
+	$(PY) exactform/proofs/coq_theorems.py
