@@ -27,7 +27,7 @@ THEOREMS = {
     "C2": ("C3", ["C2_pair", "C2_off"]),
     "C3": ("C3", ["C3_construction_computes_maxout", "C3_on_box"]),
     "C4": ("C4", ["C4_sizes"]),
-    "C5": ("C5", ["C5_lemma_a", "C5_head_perturbation", "C5_max_perturbation", "C5_head_error"]),
+    "C5": ("C5", ["C5_lemma_a", "C5_head_bounds", "C5_head_perturbation", "C5_max_perturbation", "C5_head_error"]),
 }
 """Per claim: the Coq module and its main theorems."""
 

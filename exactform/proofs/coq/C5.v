@@ -91,17 +91,17 @@ Proof.
     exact Hsum.
 Qed.
 
-(** The per-head rule of the checker (docs/spec.md §6.5): scores λ(α ṽ_j + β_j) with α, λ > 0 and
-    every β_j within D of some β̄ give an average within ln T/(λα) + 2D/α of max ṽ. *)
-Theorem C5_head_perturbation : forall (T : nat) (vt beta : nat -> R) (betabar D alpha lam : R),
+(** The per-head rule of the checker (docs/spec.md §6.5, "Lemma (a) with perturbed offsets"):
+    scores λ(α ṽ_j + β_j) with α, λ > 0 and every β_j within D of some β̄ give
+    max ṽ − ln T/(λα) − 2D/α ≤ Σ_j p_j ṽ_j ≤ max ṽ. *)
+Theorem C5_head_bounds : forall (T : nat) (vt beta : nat -> R) (betabar D alpha lam : R),
   (1 <= T)%nat -> 0 < alpha -> 0 < lam ->
   (forall j, (j < T)%nat -> Rabs (beta j - betabar) <= D) ->
-  Rabs (rsum T (fun j => softmax T (fun k => lam * (alpha * vt k + beta k)) j * vt j) - vmax T vt)
-    <= ln (INR T) / (lam * alpha) + 2 * D / alpha.
+  let p := softmax T (fun k => lam * (alpha * vt k + beta k)) in
+  vmax T vt - ln (INR T) / (lam * alpha) - 2 * D / alpha <= rsum T (fun j => p j * vt j) <= vmax T vt.
 Proof.
-  intros T vt beta betabar D alpha lam HT Ha Hl HD.
+  intros T vt beta betabar D alpha lam HT Ha Hl HD p.
   set (u := fun j => vt j + beta j / alpha).
-  set (p := softmax T (fun k => lam * (alpha * vt k + beta k))).
   assert (Hpu : forall j, (j < T)%nat -> p j = softmax_l (lam * alpha) T u j).
   { intros. unfold p, softmax_l. apply softmax_ext; auto. intros. unfold u. field. lra. }
   assert (Hp : forall j, (j < T)%nat -> 0 <= p j) by (intros; left; apply softmax_pos; auto).
@@ -125,10 +125,18 @@ Proof.
   { rewrite <- rsum_minus. apply rsum_ext. intros. unfold u. ring. }
   pose proof (average_le_vmax T p vt Hp H1).
   assert (E : (betabar - D) / alpha - (betabar + D) / alpha = - (2 * D / alpha)) by (field; lra).
-  rewrite Rabs_left1 by lra. fold p.
-  assert (rsum T (fun j => p j * vt j) >= vmax T vt - ln (INR T) / (lam * alpha) - 2 * D / alpha).
-  { rewrite Hsplit. lra. }
-  lra.
+  split; [rewrite Hsplit; lra | exact H].
+Qed.
+
+(** The same as one inequality. *)
+Theorem C5_head_perturbation : forall (T : nat) (vt beta : nat -> R) (betabar D alpha lam : R),
+  (1 <= T)%nat -> 0 < alpha -> 0 < lam ->
+  (forall j, (j < T)%nat -> Rabs (beta j - betabar) <= D) ->
+  Rabs (rsum T (fun j => softmax T (fun k => lam * (alpha * vt k + beta k)) j * vt j) - vmax T vt)
+    <= ln (INR T) / (lam * alpha) + 2 * D / alpha.
+Proof.
+  intros. destruct (C5_head_bounds T vt beta betabar D alpha lam H H0 H1 H2). cbv zeta in *.
+  rewrite Rabs_left1 by lra. lra.
 Qed.
 
 (** The values' error passes through the maximum unamplified. *)
