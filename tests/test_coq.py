@@ -22,11 +22,15 @@ from exactform.models import Attention, MaxoutLayer, MaxoutNet
 
 import coq_theorems  # proofs/coq_theorems.py (tests/conftest.py puts proofs/ on the path)
 
-if coq_theorems.coqc() is None:
-    reason = "coqc is absent: `make proofs-coq` installs Coq (apt-get install coq)"
-    if os.environ.get("CI"):
-        pytest.fail(f"CI: {reason}", pytrace=False)
-    pytest.skip(reason, allow_module_level=True)
+
+@pytest.fixture(scope="module", autouse=True)
+def coqc():
+    """Every test here needs coqc: under CI its absence fails the test, elsewhere it skips it (with the reason)."""
+    if coq_theorems.coqc() is None:
+        reason = "coqc is absent: `make proofs-coq` installs Coq (apt-get install coq)"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI: {reason}", pytrace=False)
+        pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
