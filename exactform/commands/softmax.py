@@ -98,7 +98,7 @@ def _say(args, net, lam, eps, threshold, result, lemma, proved) -> None:
           f"in the domain; per-layer errors e_l = {[f'{float(e):.3g}' for e in result.errors]}, "
           f"Lip_l = {[str(x) for x in result.lipschitz]}")
     print(f"lemma (a) ln(T)/λ at T = {T}: algebraic core {'proved' if lemma.ok else 'NOT proved'} by z3/sympy "
-          f"({lemma.seconds:.2f} s); the exp/ln facts it uses are not machine-checked (proofs/softmax.md)")
+          f"({lemma.seconds:.2f} s); the whole lemma, exp/ln included, is the Coq theorem C5_lemma_a (proofs/coq/)")
     if not result.holds:
         print(f"NOT proved: {len(result.margin_violations)} shift margins do not absorb the perturbation, "
               f"first (layer, unit, slot) = {result.margin_violations[0]}")

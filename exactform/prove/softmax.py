@@ -7,7 +7,8 @@ Lemmas, for v ∈ R^T, m = max v, p = softmax(λv):
      ``m − vᵀp ≤ (T−1)·Δ·e^{−λδ}``.
 Z3 has no exp or ln, so each lemma is split into small steps that Z3 or SymPy checks exactly,
 with the values of exp/ln as constrained real symbols (``log_lemma``, ``gap_lemma``); the analytic
-facts those symbols satisfy are listed in ``ANALYTIC_FACTS`` (proofs/softmax.md proves them by hand).
+facts those symbols satisfy are listed in ``ANALYTIC_FACTS`` (proofs/softmax.md proves them by hand;
+lemma (a) as a whole, F1–F4 included, is the Coq theorem ``C5_lemma_a``, proofs/coq/C5.v).
 
 Theorem (``depth_bound``): with ``e_0 = 0`` and ``e_l = Lip_l·e_{l−1} + ln(T)/λ``, where
 ``Lip_l = max_{i,j} ‖W^l_ij‖₁``, every hidden vector of the softmax run is within ``e_l`` (∞-norm)
@@ -34,7 +35,8 @@ ANALYTIC_FACTS = (
     "F4 ln y ≤ y − 1 for y > 0, used at y = 1/(T p_i): T·p_i·(−ln T − L_i) ≤ 1 − T·p_i",
     "F5 p_i = exp(λ(v_i − v_k))·p_k ≤ e^{−λδ}·p_k when v_i ≤ v_k − δ (exp is increasing)",
 )
-"""What the exp/ln symbols are assumed to satisfy: textbook facts, not machine-checked."""
+"""What the exp/ln symbols are assumed to satisfy, for the Z3/SymPy steps: textbook facts. F1–F4 are
+machine-checked in Coq within ``C5_lemma_a`` (proofs/coq/C5.v); F5 (lemma (b)) is not."""
 
 
 @dataclass
