@@ -17,20 +17,11 @@ Ltac nat_cases :=
 Lemma Q2R_if : forall (b : bool) p q, Q2R (if b then p else q) = if b then Q2R p else Q2R q.
 Proof. destruct b; reflexivity. Qed.
 
-Lemma if_mult : forall (b : bool) (x y z : R), (if b then x else y) * z = if b then x * z else y * z.
-Proof. destruct b; reflexivity. Qed.
-
 Lemma Q2R0 : Q2R 0 = 0.
 Proof. unfold Q2R; simpl; lra. Qed.
 
 Lemma Q2R1 : Q2R 1 = 1.
 Proof. unfold Q2R; simpl; field. Qed.
-
-Lemma Q2R_qind : forall b, Q2R (qind b) = if b then 1 else 0.
-Proof. destruct b; unfold Q2R; simpl; lra. Qed.
-
-Lemma Q2R_sgn : forall s, Q2R (sgn s) = if (s =? 0)%nat then 1 else -1.
-Proof. intros. unfold sgn. destruct (s =? 0)%nat; unfold Q2R; simpl; lra. Qed.
 
 (** * States of the construction at block boundaries *)
 
