@@ -21,8 +21,8 @@ from fractions import Fraction
 
 import flint
 
-from ..checker.equiv import (ONE, Unsupported, box_constraints, combine, evaluate, implied, interval, negated, outputs,
-                           read_model)
+from ..checker.equiv import (ONE, Unsupported, box_constraints, combine, evaluate, implied, interval, key, negated,
+                             outputs, read_model)
 from ..numbers import format_rational
 from ..geometry.lp import argmaximize, dual_simplex
 from .equiv_bound import DiffBound, Recording, pairing
@@ -235,6 +235,37 @@ def _subtree_task(context: bytes, task: tuple) -> Tally:
     return _SEARCHES[digest].subtree(*task)
 
 
+def evaluated(F, f: dict, memo: dict, decide) -> dict:
+    """``checker.equiv.evaluate(F, f, memo, decide)`` without recursion on the model's depth: the nodes
+    f needs are evaluated first, each after the nodes it reads (an explicit stack; a hardmax node's
+    values only for the tokens its decision keeps, as ``evaluate`` does), so that every ``evaluate``
+    below finds its operands in ``memo`` and goes one level deep."""
+    stack = [k for k in reversed(list(f)) if k != ONE and k >= F.d and k not in memo]
+    while stack:
+        var = stack[-1]
+        if var in memo:
+            stack.pop()
+            continue
+        kind, data = F.nodes[var - F.d]
+        reads = [dict(p) for p in data] if kind == "max" else [dict(s) for s, _ in data]
+        if kind == "hardmax" and not _missing(F, reads, memo):
+            keys = [key(evaluate(F, s, memo, decide)) for s in reads]
+            distinct = tuple(sorted(set(keys)))
+            top = decide("hardmax", distinct) if len(distinct) > 1 else set(distinct)
+            reads = [dict(v) for k, (_, v) in zip(keys, data) if k in top]
+        missing = _missing(F, reads, memo)
+        if missing:
+            stack += missing[::-1]
+        else:
+            evaluate(F, {var: Fraction(1)}, memo, decide)      # its operands are in memo: one level
+    return evaluate(F, f, memo, decide)
+
+
+def _missing(F, forms: list, memo: dict) -> list:
+    """The node variables of ``forms`` not yet in ``memo``, in order of appearance."""
+    return list(dict.fromkeys(k for f in forms for k in f if k != ONE and k >= F.d and k not in memo))
+
+
 def _value(g: dict, x: list) -> Fraction:
     return sum((a * x[k] for k, a in g.items() if k != ONE), g.get(ONE, Fraction(0)))
 
@@ -387,7 +418,7 @@ class Search:
                 decided[kind, content] = self._choose(cell, box, kind, content)
             return decided[kind, content]
         try:
-            diff = [evaluate(self.F, f, memo, decide) for f in self.diff]
+            diff = [evaluated(self.F, f, memo, decide) for f in self.diff]
         except Split as s:
             children = []
             for n, part in enumerate(_parts(s)):
@@ -475,31 +506,39 @@ class Search:
 
     def _solve(self, cell: Cell, decided: dict, memo: dict) -> dict | None:
         """The subtree proving the claim on ``cell`` (where ``decided`` holds, and ``memo``: the nodes
-        its ancestors fixed); None once a counterexample is found."""
-        entries, decided, memo = [], dict(decided), dict(memo)
+        its ancestors fixed); None once a counterexample is found.  Depth first, the children in order,
+        with an explicit stack: each entry is a cell and the slot its subtree fills."""
+        root = [None]
+        todo = [(cell, decided, memo, root, 0)]
+        while todo:
+            cell, decided, memo, slot, n = todo.pop()
+            entries, decided, memo = [], dict(decided), dict(memo)
 
-        def decide(kind, content):
-            if (kind, content) not in decided:
-                decided[kind, content], entry = self._decide(cell, kind, content)
-                entries.append(entry)
-            return decided[kind, content]
-        try:
-            diff = [evaluate(self.F, f, memo, decide) for f in self.diff]
-        except Split as s:
-            self.outcome.splits += 1
-            children = []
-            for part in _parts(s):
-                child = Cell(self.d, cell.cons + [part])
-                if child.interior() is None:
-                    children.append({"empty": _witness_text(child.witness({}, strict=True), len(child.cons))})
-                    continue
-                sub = self._solve(child, decided, memo)
-                if sub is None:
-                    return None
-                children.append(sub)
-            return {"decide": entries, "split": _text(s.g, self.d), "children": children}
-        self.outcome.leaves += 1
-        return self._leaf(cell, diff, entries)
+            def decide(kind, content, cell=cell, decided=decided, entries=entries):
+                if (kind, content) not in decided:
+                    decided[kind, content], entry = self._decide(cell, kind, content)
+                    entries.append(entry)
+                return decided[kind, content]
+            try:
+                diff = [evaluated(self.F, f, memo, decide) for f in self.diff]
+            except Split as s:
+                self.outcome.splits += 1
+                parts = _parts(s)
+                children, waiting = [None] * len(parts), []
+                for i, part in enumerate(parts):
+                    child = Cell(self.d, cell.cons + [part])
+                    if child.interior() is None:
+                        children[i] = {"empty": _witness_text(child.witness({}, strict=True), len(child.cons))}
+                    else:
+                        waiting.append((child, decided, memo, children, i))
+                todo += waiting[::-1]
+                slot[n] = {"decide": entries, "split": _text(s.g, self.d), "children": children}
+                continue
+            self.outcome.leaves += 1
+            slot[n] = self._leaf(cell, diff, entries)
+            if slot[n] is None:
+                return None
+        return root[0]
 
     def _leaf(self, cell: Cell, diff: list, entries: list) -> dict | None:
         eps = self.tolerance

@@ -33,6 +33,7 @@ from fractions import Fraction
 from ..checker.equiv import ONE, Forms, combine, interval, key
 
 BITS = 24                   # significant bits kept by ``outward``: relaxation numbers stay short
+TERMS = 512                 # noise symbols kept per node's form (ACAS Xu's have at most ~300)
 
 
 def outward(q: Fraction, up: bool) -> Fraction:
@@ -89,6 +90,7 @@ class DiffBound:
     def upper(self, box: list) -> Fraction:
         """An upper bound of ``max_k |D_k(x)|`` over ``box``."""
         run = _Run(self, box)
+        run.prepare([k for D in self.diff for k in D])
         return max((max(-lo, hi) for lo, hi in (run.interval(run.form(D)) for D in self.diff)), default=Fraction(0))
 
 
@@ -113,6 +115,34 @@ class _Run:
         d = self.F.d
         return combine([(a, {k: Fraction(1)} if k == ONE or k < d else self.value(k)) for k, a in f.items()])
 
+    def prepare(self, variables: list) -> None:
+        """Evaluate the nodes among ``variables`` and every node their values read, each after the
+        nodes it reads (an explicit post-order stack), so that ``value`` never recurses on depth."""
+        stack, entered = [(v, False) for v in variables if v != ONE and v >= self.F.d], set()
+        while stack:
+            var, ready = stack.pop()
+            if var in self.memo or (var in entered and not ready):
+                continue
+            entered.add(var)
+            if ready:
+                self.value(var)
+                continue
+            stack.append((var, True))
+            stack += [(k, False) for k in self.reads(var) if k not in self.memo]
+
+    def reads(self, var: int) -> set:
+        """The nodes ``value(var)`` may read: its pieces (scores and values), and for a paired node its
+        partner's form, both piece lists and the partner's pieces (``_paired``)."""
+        kind, data = self.F.nodes[var - self.F.d]
+        forms = [dict(p) for p in data] if kind == "max" else [dict(f) for pair in data for f in pair]
+        if var in self.related:
+            other, P, Q, _, _ = self.related[var]
+            forms += [other, *P, *Q]
+            if len(other) == 1 and next(iter(other)) != ONE and next(iter(other)) >= self.F.d:
+                kind, data = self.F.nodes[next(iter(other)) - self.F.d]
+                forms += [dict(p) for p in data] if kind == "max" else []
+        return {k for f in forms for k in f if k != ONE and k >= self.F.d and k != var}
+
     def noise(self, name: tuple, lo: Fraction, hi: Fraction) -> dict:
         """A fresh symbol ranging over (a dyadic widening of) [lo, hi]."""
         self.ranges[name] = (outward(lo, False), outward(hi, True))
@@ -131,16 +161,20 @@ class _Run:
         return self.memo[var]
 
     def compressed(self, f: dict, var: int) -> dict:
-        """``f`` with short coefficients: each rounded to ``BITS`` bits, and the terms below 2^−40 of
-        the form's size dropped; what is removed, a function of x and the noise symbols that ranges
+        """``f`` with short coefficients: each rounded to ``BITS`` bits, the terms below 2^−40 of the
+        form's size dropped and of the noise terms only the ``TERMS`` largest kept (so the work per
+        node does not grow with depth); what is removed, a function of x and the noise symbols that ranges
         over a known interval, becomes one symbol of this node (the same quantity wherever the node
         is used, so sharing the symbol is sound)."""
         one = (Fraction(1), Fraction(1))
         ranges = [(k, c, self.ranges.get(k, one)) for k, c in f.items()]
-        size = sum(abs(c) * max(-lo, hi) for _, c, (lo, hi) in ranges)
+        weights = [abs(c) * max(-lo, hi) for _, c, (lo, hi) in ranges]
+        size = sum(weights)
+        noise = sorted((i for i, (k, _, _) in enumerate(ranges) if isinstance(k, tuple)), key=weights.__getitem__)
+        folded = set(noise[:-TERMS])
         kept, low, high = {}, Fraction(0), Fraction(0)
-        for k, c, (lo, hi) in ranges:
-            short = Fraction(0) if abs(c) * max(-lo, hi) * 2 ** 40 <= size else outward(c, False)
+        for i, (k, c, (lo, hi)) in enumerate(ranges):
+            short = Fraction(0) if i in folded or weights[i] * 2 ** 40 <= size else outward(c, False)
             if short:
                 kept[k] = short
             e = c - short
@@ -153,7 +187,8 @@ class _Run:
             return None
         if ("exact", var) not in self.memo:
             ps = self.memo["pieces", var] = [self.form(dict(p)) for p in self.F.nodes[var - self.F.d][1]]
-            gaps = [[self.interval(combine([(1, p), (-1, q)])) for q in ps] for p in ps]
+            gaps = self.memo["gaps", var] = [[self.interval(combine([(1, p), (-1, q)])) if p is not q else (0, 0)
+                                              for q in ps] for p in ps]
             won = next((p for p, row in zip(ps, gaps) if all(lo >= 0 for lo, _ in row)), None)
             self.memo["exact", var] = None if won is None else dict(won)
         return self.memo["exact", var]
@@ -180,8 +215,7 @@ class _Run:
 
     def _relaxed(self, var: int) -> dict:
         """A max node the box does not fix, by the triangle relaxation (two pieces) or a bound above."""
-        ps = self.memo["pieces", var]
-        gaps = [[self.interval(combine([(1, p), (-1, q)])) for q in ps] for p in ps]
+        ps, gaps = self.memo["pieces", var], self.memo["gaps", var]
         if len(ps) == 2:
             p, q = ps
             lo, hi = gaps[0][1]                           # t = p − q, with lo < 0 < hi
