@@ -99,7 +99,7 @@ def run(args) -> int:
         doc = {"equal": outcome.equal if not args.max_diff else outcome.maximum == 0, "leaves": outcome.leaves,
                "splits": outcome.splits, "pruned": outcome.pruned, "seconds": round(seconds, 3)}
         if args.max_diff:
-            doc["max_diff"] = format_rational(outcome.maximum)
+            doc["max_diff"], doc["attained"] = format_rational(outcome.maximum), outcome.attained
         if tolerance is not None:
             doc["within_tolerance"] = holds
         if outcome.point is not None:
@@ -109,10 +109,14 @@ def run(args) -> int:
         print(json.dumps(doc, sort_keys=True))
     else:
         if args.max_diff:
-            print(f"max |A(x) − B(x)|∞ over the box = {outcome.maximum}, attained at x = {text(outcome.point)} "
-                  f"(A = {text(outcome.a)}, B = {text(outcome.b)}); {stats}")
-            for note in outcome.notes:
-                print(f"note: {note}")
+            if outcome.attained:
+                print(f"max |A(x) − B(x)|∞ over the box = {outcome.maximum}, attained at x = {text(outcome.point)} "
+                      f"(A = {text(outcome.a)}, B = {text(outcome.b)}); {stats}")
+            else:
+                gap = max(abs(p - q) for p, q in zip(outcome.a, outcome.b))
+                print(f"sup |A(x) − B(x)|∞ over the box = {outcome.maximum}, a supremum not attained (a hardmax "
+                      f"discontinuity): approached towards x = {text(outcome.point)}, where |A − B|∞ = {gap} "
+                      f"(A = {text(outcome.a)}, B = {text(outcome.b)}); {stats}")
         elif holds:
             within = "" if tolerance is None else f" within {tolerance}"
             print(f"equal{within} on the box, proved exactly ({stats})")

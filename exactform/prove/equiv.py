@@ -16,7 +16,7 @@ import collections
 import functools
 import hashlib
 import pickle
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 
 import flint
@@ -40,18 +40,20 @@ class Split(Exception):
 
 @dataclass
 class Outcome:
-    """``point`` (with ``a``, ``b``): where |A − B|∞ exceeds the tolerance, or attains ``maximum``."""
+    """``point`` (with ``a``, ``b``): where |A − B|∞ exceeds the tolerance, or attains ``maximum``;
+    when ``attained`` is False (a hardmax discontinuity), ``maximum`` is a supremum that no point of
+    the box attains and ``point`` a point of the box it is approached towards."""
     equal: bool
     point: list | None = None
     a: list | None = None
     b: list | None = None
     maximum: Fraction | None = None
+    attained: bool = True
     tree: dict | None = None
     leaves: int = 0
     splits: int = 0
     pruned: int = 0
     nodes: int = 0
-    notes: list = field(default_factory=list)
 
 
 def _fraction(q) -> Fraction:
@@ -197,6 +199,14 @@ class Cell:
             return -1
         return None
 
+    def attaining(self, h: dict, top: Fraction, x: list) -> list | None:
+        """A point of the cell where h = top, given ``top = max h`` over the closure at ``x``; None when
+        the cell's strict constraints exclude the whole face where h = top (h's supremum on the cell is
+        not attained)."""
+        if self.contains(x):
+            return x
+        return Cell(self.d, self.cons + [(combine([(1, h)], -top), "ge")]).interior()
+
     def contains(self, x: list) -> bool:
         values = [(_value(g, x), kind) for g, kind in self.cons]
         return all(v > 0 if kind == "gt" else v == 0 if kind == "eq" else v >= 0 for v, kind in values)
@@ -284,10 +294,12 @@ SUBTREES = 64       # the pruned search expands cells until this many wait, then
 @dataclass
 class Tally:
     """What a search of some cells found: the largest exact |A − B|∞ seen (``value`` at ``point``;
-    None: none computed) and the counters.  ``refuted``: a point exceeding ε was found (and the
+    None: none computed; ``attained``: at ``point``, else a supremum approached towards it, which an
+    attained equal value replaces) and the counters.  ``refuted``: a point exceeding ε was found (and the
     search of these cells stopped there)."""
     value: Fraction | None = None
     point: list | None = None
+    attained: bool = True
     leaves: int = 0
     splits: int = 0
     pruned: int = 0
@@ -295,11 +307,16 @@ class Tally:
     refuted: bool = False
 
     def add(self, other: "Tally") -> None:
-        if other.value is not None and (self.value is None or other.value > self.value):
-            self.value, self.point = other.value, other.point
+        if other.value is not None and (self.value is None or other.best > self.best):
+            self.value, self.point, self.attained = other.value, other.point, other.attained
         self.leaves, self.splits = self.leaves + other.leaves, self.splits + other.splits
         self.pruned, self.cells = self.pruned + other.pruned, self.cells + other.cells
         self.refuted |= other.refuted
+
+    @property
+    def best(self) -> tuple:
+        """The order of findings: a larger value, then an attained one."""
+        return (self.value or Fraction(0), self.attained)
 
 
 class Search:
@@ -349,13 +366,13 @@ class Search:
             return out
         queue, tally = collections.deque([(self.cons, {}, self.box, {}, None)]), Tally()
         while queue and len(queue) < SUBTREES and not tally.refuted:
-            tally.add(self.subtree(queue.popleft(), tally.value, queue))
+            tally.add(self.subtree(queue.popleft(), tally.best, queue))
             if progress:
                 progress(1)
         cells = [] if tally.refuted else list(queue)
         for c in cells if self.max_diff else ():      # exact values at the cells' points: a threshold to skip by
             tally.add(Tally(self._gap(c[4]), c[4]))
-        threshold = tally.value
+        threshold = tally.best
         if cells and getattr(executor, "workers", 1) > 1:
             if not isinstance(self.context, bytes):          # pickled once: the workers key their Search by it
                 self.context = pickle.dumps(self.context)
@@ -377,20 +394,20 @@ class Search:
                 break
         out.leaves, out.splits, out.pruned = tally.leaves, tally.splits, tally.pruned
         if self.max_diff:
-            out.maximum, out.point = tally.value or Fraction(0), tally.point
+            out.maximum, out.point, out.attained = tally.value or Fraction(0), tally.point, tally.attained
         elif tally.refuted:
             out.equal, out.point = False, tally.point
         return out
 
-    def subtree(self, cell: tuple, threshold: Fraction | None, queue=None, progress=None) -> Tally:
+    def subtree(self, cell: tuple, threshold: tuple | None, queue=None, progress=None) -> Tally:
         """The search of ``cell`` and the cells it splits into, depth first, skipping leaves that
-        cannot beat ``threshold`` or the best value found since (--max-diff).  With ``queue``, only
+        cannot beat ``threshold`` (a ``Tally.best``) or the best value found since (--max-diff).  With ``queue``, only
         ``cell`` is expanded and its children are appended there."""
         tally, todo = Tally(), [cell]
         while todo:
-            value, x, children, skipped = self.expand(*todo.pop(), max(tally.value or 0, threshold or 0)
-                                                      if self.max_diff else self.tolerance)
-            tally.add(Tally(value, x, leaves=not children, splits=bool(children), pruned=skipped, cells=1))
+            known = max(tally.best, threshold or tally.best) if self.max_diff else (self.tolerance, True)
+            value, x, attained, children, skipped = self.expand(*todo.pop(), known)
+            tally.add(Tally(value, x, attained, leaves=not children, splits=bool(children), pruned=skipped, cells=1))
             if progress:
                 progress(1)
             if not self.max_diff and value is not None and value > self.tolerance:
@@ -403,14 +420,16 @@ class Search:
         return tally
 
     def expand(self, cons: list, decided: dict, box: list, memo: dict, point: list | None,
-               threshold: Fraction | None) -> tuple:
-        """One cell of the pruned search: ``(value, point, children, skipped)``.  The cell has the
+               known: tuple) -> tuple:
+        """One cell of the pruned search: ``(value, point, attained, children, skipped)``.  The cell has the
         constraints ``cons``, lies in ``box``, holds ``point`` (None: found by LP), ``decided`` holds on it
         (``memo``: the nodes its ancestors fixed).  ``children``: the non-empty cells of a split in
         the same form, ``[]`` on a leaf.  On a leaf ``value`` is |A − B|∞ at ``point`` of the cell,
         exactly — the maximum over the cell's closure (--max-diff: at an LP vertex) or a point
-        exceeding ε (--tolerance) — when it may exceed ``threshold``, else None; ``skipped``: a leaf
-        where no LP was needed."""
+        exceeding ε (--tolerance) — when it beats ``known`` (a ``Tally.best``: ``(ε, True)`` for
+        --tolerance), else None; ``attained``: whether a point of the cell attains it (a hardmax cell's
+        strict constraints may exclude the face where the maximum over its closure lies; ``point`` is
+        then on that face); ``skipped``: a leaf where no LP was needed."""
         cell, decided, memo = Cell(self.d, cons, point), dict(decided), dict(memo)
 
         def decide(kind, content):
@@ -426,22 +445,25 @@ class Search:
                 if child.point is not None:
                     sides = {s.sides[0]: s.sides[1 + n]} if s.sides else {}
                     children.append((child.cons, decided | sides, narrowed(box, *part), memo, child.point))
-            return None, None, children, False
-        value, point, skipped = None, None, True
+            return None, None, True, children, False
+        value, point, attained, skipped = None, None, True, True
         for D in diff:
             lo, hi = interval(D, box)
             for h, high in ((D, hi), (negated(D), -lo)) if D else ():
-                known = max(value or 0, threshold or 0) if self.max_diff else self.tolerance
-                if high <= known:
-                    continue                    # on the cell h cannot exceed what is known (or ε)
+                bar = max(known, (value, attained)) if value is not None else known
+                if high < bar[0] or (high == bar[0] and bar[1]):
+                    continue                    # on the cell h cannot beat what is known (or exceed ε)
                 top, x = cell.extreme(h)
                 skipped = False
-                if self.max_diff and (value is None or top > value):
-                    value, point = top, x
-                elif not self.max_diff and top > self.tolerance:
+                if self.max_diff:
+                    if top > bar[0] or (top == bar[0] and not bar[1]):
+                        y = cell.attaining(h, top, x)
+                        if top > bar[0] or y is not None:
+                            value, point, attained = top, x if y is None else y, y is not None
+                elif top > self.tolerance:
                     point = self._exceeding(cell, h, self.tolerance)
-                    return self._gap(point), point, [], False
-        return value, point, [], skipped
+                    return self._gap(point), point, True, [], False
+        return value, point, attained, [], skipped
 
     def _gap(self, x: list) -> Fraction:
         """|A(x) − B(x)|∞, exactly (``exactform.models``)."""
@@ -545,12 +567,14 @@ class Search:
         bounds = []
         for D in diff:
             if self.max_diff:
-                for h in (D, negated(D)):
-                    value, x = cell.extreme(h) if h else (Fraction(0), None)
-                    if x is not None and (self.outcome.maximum is None or value > self.outcome.maximum):
-                        self.outcome.maximum, self.outcome.point = value, x
-                    elif self.outcome.maximum is None:
-                        self.outcome.maximum = value
+                out = self.outcome
+                for h in (D, negated(D)) if D else ():
+                    value, x = cell.extreme(h)
+                    best = (out.maximum if out.maximum is not None else Fraction(0), out.attained)
+                    if value > best[0] or (value == best[0] and not best[1]):
+                        y = cell.attaining(h, value, x)
+                        if value > best[0] or y is not None:
+                            out.maximum, out.point, out.attained = value, x if y is None else y, y is not None
                 continue
             pair = [cell.witness(combine([(s, D)], eps)) if D else {} for s in (-1, 1)]
             if None in pair:
@@ -582,17 +606,16 @@ def compare(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None = 
     ``exactform.models``."""
     search = Search(a_json, b_json, box, tolerance, max_diff)
     outcome = search.run_pruned(executor, progress) if (max_diff if prune is None else prune) else search.run()
-    if max_diff and outcome.point is None:
-        outcome.point = [lo for lo, _ in box]
+    if max_diff and outcome.point is None:                   # |A − B| = 0 everywhere
+        outcome.maximum, outcome.point = Fraction(0), [lo for lo, _ in box]
     if outcome.point is not None:
         outcome.a, outcome.b = (_exact(doc)(outcome.point) for doc in (a_json, b_json))
         gap = max(abs(p - q) for p, q in zip(outcome.a, outcome.b))
         inside = all(lo <= x <= hi for x, (lo, hi) in zip(outcome.point, box))
-        if not inside or (gap != outcome.maximum if max_diff else gap <= (tolerance or 0)):
-            if not (max_diff and inside and gap < outcome.maximum):
-                raise ArithmeticError("internal error: the reported point does not re-evaluate as found")
-            outcome.notes.append(f"the supremum {outcome.maximum} is approached but not attained (hardmax "
-                                 f"discontinuity); at the point listed |A − B|∞ = {gap}")
+        found = (gap == outcome.maximum if outcome.attained else gap < outcome.maximum) if max_diff else \
+            gap > (tolerance or 0)
+        if not (inside and found):
+            raise ArithmeticError("internal error: the reported point does not re-evaluate as found")
     return outcome
 
 
