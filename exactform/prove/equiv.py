@@ -16,6 +16,7 @@ import collections
 import functools
 import hashlib
 import pickle
+import random
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -289,6 +290,7 @@ def _witness_text(w: dict, m: int) -> dict:
 
 
 SUBTREES = 64       # the pruned search expands cells until this many wait, then searches each as a task
+PROBES, GRID = 64, 4096     # random points evaluated exactly before any search, coordinates on a 1/GRID grid
 
 
 @dataclass
@@ -343,8 +345,23 @@ class Search:
         self.cons = box_constraints(box)
 
     def run(self) -> Outcome:
+        first = self.probe()
+        if not self.max_diff and first.value > self.tolerance:
+            self.outcome.equal, self.outcome.point = False, first.point
+            return self.outcome
         self.outcome.tree = self._solve(Cell(self.d, self.cons), {}, {})
         return self.outcome
+
+    def probe(self) -> Tally:
+        """The largest exact |A − B|∞ (``exactform.models``, one batch per model) at the box's centre
+        and ``PROBES`` seeded random points of the box with dyadic coordinates: a counterexample
+        found before any cell is split, and for --max-diff a first value to skip leaves by."""
+        rng = random.Random(0)
+        points = [[(lo + hi) / 2 for lo, hi in self.box]] + \
+            [[lo + (hi - lo) * Fraction(rng.randrange(GRID + 1), GRID) for lo, hi in self.box] for _ in range(PROBES)]
+        gaps = [max(abs(p - q) for p, q in zip(a, b)) for a, b in zip(*(m.evaluate_batch(points) for m in self.models))]
+        top = max(range(len(points)), key=gaps.__getitem__)
+        return Tally(gaps[top], points[top])
 
     def run_pruned(self, executor=None, progress=None) -> Outcome:
         """The search without a certificate tree, skipping work that cannot change the answer.
@@ -359,12 +376,15 @@ class Search:
         far (for --max-diff, with |A − B|∞ at each waiting cell's point), and the tallies are merged in the queue's order — up to the first that refutes ε — so
         the answer, the point and the counters do not depend on the executor.  ``progress(n)``: n
         more cells expanded."""
-        out = self.outcome
+        out, first = self.outcome, self.probe()
+        if not self.max_diff and first.value > self.tolerance:
+            out.equal, out.point = False, first.point
+            return out
         upper = self.bound.upper(self.box)
         if upper <= self.tolerance and (upper == 0 or not self.max_diff):
             out.pruned, out.maximum = 1, Fraction(0) if self.max_diff else None
             return out
-        queue, tally = collections.deque([(self.cons, {}, self.box, {}, None)]), Tally()
+        queue, tally = collections.deque([(self.cons, {}, self.box, {}, None)]), first if self.max_diff else Tally()
         while queue and len(queue) < SUBTREES and not tally.refuted:
             tally.add(self.subtree(queue.popleft(), tally.best, queue))
             if progress:
@@ -470,15 +490,26 @@ class Search:
         return max(abs(p - q) for p, q in zip(*(m(x) for m in self.models)))
 
     def _choose(self, cell: Cell, box: list, kind: str, content: tuple):
-        """The decision fixing a node on the cell, without witnesses (the pruned search): for a max of
-        two pieces the sign of their difference on the cell (``Cell.sign``), else ``_decide``'s."""
-        if kind != "max" or len(content) != 2:
+        """The decision fixing a node on the cell, without witnesses (the pruned search): for a max, the
+        piece largest at the cell's point, checked against every other piece by the sign of their
+        difference on the cell (``Cell.sign``: the range over ``box``, else one LP), and replaced by a
+        piece that is at least as large on the whole cell; a hardmax by ``_decide``."""
+        if kind != "max":
             return self._decide(cell, kind, content)[0]
-        g = combine([(1, dict(content[0])), (-1, dict(content[1]))])
-        sign = cell.sign(g, box)
-        if sign is None:
-            raise Split(g, "closed", [("max", content), content[0], content[1]])
-        return content[0] if sign > 0 else content[1]
+        forms = [dict(k) for k in content]
+        values = [_value(f, cell.point) for f in forms]
+        best, settled = values.index(max(values)), set()
+        while len(settled) < len(forms) - 1:        # each change of best is to a piece ≥ it on the cell, ≠ it
+            i = next(i for i in range(len(forms)) if i != best and i not in settled)
+            g = combine([(1, forms[best]), (-1, forms[i])])
+            sign = cell.sign(g, box)
+            if sign is None:
+                raise Split(g, "closed", [("max", content), content[best], content[i]] if len(forms) == 2 else None)
+            if sign > 0:
+                settled.add(i)
+            else:
+                best, settled = i, set()
+        return content[best]
 
     def _decide(self, cell: Cell, kind: str, content: tuple) -> tuple:
         """The decision fixing a node on the cell and its certificate entry, or ``Split``."""

@@ -1,0 +1,57 @@
+"""The equivalence search on large boxes (issue 26, findings 9-11): a counterexample is looked for
+first, by exact evaluation at points of the box, before any cell is split; Maxout units of rank > 2
+are decided without witness LPs in the pruned search; ε-equivalence on whole property regions."""
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import pytest
+from test_equiv import acas_and_float16, maxout_value
+
+from exactform.models import MaxoutNet
+from exactform.prove.equiv import compare
+
+
+def moved_readout(net: MaxoutNet, delta: F) -> MaxoutNet:
+    weight = [list(r) for r in net.readout_weight]
+    weight[0][0] += delta
+    return MaxoutNet(net.domain, net.layers, weight, net.readout_bias)
+
+
+@pytest.mark.parametrize("prune", [True, False])
+def test_an_easy_counterexample_on_a_large_box_is_found_first(prune):
+    """ACAS Xu 1_1 against itself with one read-out weight moved by 2^-20, on [-1/2, 1/2]^5: they
+    differ wherever the first unit of the last layer is non-zero (before: no answer in 300 s)."""
+    acas, _ = acas_and_float16()
+    moved = moved_readout(acas, F(1, 2 ** 20))
+    out = compare(acas.to_json(), moved.to_json(), [(F(-1, 2), F(1, 2))] * 5, prune=prune)
+    assert not out.equal and out.splits == 0
+    assert all(-F(1, 2) <= v <= F(1, 2) for v in out.point)
+    a, b = maxout_value(acas, out.point), maxout_value(moved, out.point)
+    assert (out.a, out.b) == (a, b) and a != b and a[1:] == b[1:]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_maxout_units_of_rank_above_two_take_no_witness_lp_in_the_pruned_search(seed, monkeypatch):
+    """Rank-3 Maxout nets against quantised copies: the pruned --max-diff and --tolerance answers are
+    the unpruned ones, and the pruned search never asks for a Farkas witness (before: one witness LP
+    per piece and cell for every unit of rank > 2, 75 ms a cell on ACAS-sized cells)."""
+    import random
+
+    from nets import random_net
+    from test_equiv import quantised
+
+    from exactform.prove import equiv
+    a = random_net(random.Random(seed), [2, 5, 4], max_rank=3, outputs=1)
+    b = quantised(a, F(1, 3))
+    box = [(F(-1), F(1))] * 2
+    unpruned = compare(a.to_json(), b.to_json(), box, max_diff=True, prune=False)
+
+    def no_witness(*args, **kwargs):
+        raise AssertionError("the pruned search asked for a witness")
+    monkeypatch.setattr(equiv.Cell, "witness", no_witness)
+    pruned = compare(a.to_json(), b.to_json(), box, max_diff=True)
+    assert pruned.maximum == unpruned.maximum > 0
+    assert max(abs(p - q) for p, q in zip(a(pruned.point), b(pruned.point))) == pruned.maximum
+    for eps in (pruned.maximum, pruned.maximum * F(99, 100)):
+        assert compare(a.to_json(), b.to_json(), box, eps, prune=True).equal == (eps == pruned.maximum)
