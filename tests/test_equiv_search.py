@@ -55,3 +55,24 @@ def test_maxout_units_of_rank_above_two_take_no_witness_lp_in_the_pruned_search(
     assert max(abs(p - q) for p, q in zip(a(pruned.point), b(pruned.point))) == pruned.maximum
     for eps in (pruned.maximum, pruned.maximum * F(99, 100)):
         assert compare(a.to_json(), b.to_json(), box, eps, prune=True).equal == (eps == pruned.maximum)
+
+
+def test_a_tolerance_the_whole_box_bound_misses_is_proved_on_halves():
+    """A 2→8→8→1 ReLU net against its weights rounded to 1/64: max |A − B| = 0.707..., the bound over
+    [-1, 1]^2 is 1.87..., over a quarter of it 0.70...: ε = 1 is proved on sub-boxes of the box, with
+    no cell searched, and ε just below the maximum is still refuted."""
+    import random
+
+    from nets import relu_net
+    from test_equiv import quantised
+
+    from exactform.prove.equiv import Search
+    a = relu_net(random.Random(0), [2, 8, 8], outputs=1)
+    b = quantised(a, F(1, 64))
+    box = [(F(-1), F(1))] * 2
+    assert Search(a.to_json(), b.to_json(), box, None, False).bound.upper(box) > 1
+    proved = compare(a.to_json(), b.to_json(), box, F(1), prune=True)
+    assert proved.equal and proved.leaves == 0 and proved.pruned > 1
+    top = compare(a.to_json(), b.to_json(), box, max_diff=True).maximum
+    refuted = compare(a.to_json(), b.to_json(), box, top * F(999, 1000), prune=True)
+    assert not refuted.equal and max(abs(p - q) for p, q in zip(refuted.a, refuted.b)) > top * F(999, 1000)

@@ -290,6 +290,7 @@ def _witness_text(w: dict, m: int) -> dict:
 
 
 SUBTREES = 64       # the pruned search expands cells until this many wait, then searches each as a task
+BISECT = 6          # halvings of the box by the box bound before the cell search (--tolerance)
 PROBES, GRID = 64, 4096     # random points evaluated exactly before any search, coordinates on a 1/GRID grid
 
 
@@ -384,7 +385,9 @@ class Search:
         if upper <= self.tolerance and (upper == 0 or not self.max_diff):
             out.pruned, out.maximum = 1, Fraction(0) if self.max_diff else None
             return out
-        queue, tally = collections.deque([(self.cons, {}, self.box, {}, None)]), first if self.max_diff else Tally()
+        boxes = [self.box] if self.max_diff else self.unproved(upper)
+        queue = collections.deque((box_constraints(b), {}, b, {}, None) for b in boxes)
+        tally = first if self.max_diff else Tally(pruned=out.pruned)
         while queue and len(queue) < SUBTREES and not tally.refuted:
             tally.add(self.subtree(queue.popleft(), tally.best, queue))
             if progress:
@@ -418,6 +421,25 @@ class Search:
         elif tally.refuted:
             out.equal, out.point = False, tally.point
         return out
+
+    def unproved(self, upper: Fraction) -> list:
+        """The sub-boxes where the box bound does not show |A − B|∞ ≤ ε, in order: a box whose bound
+        (``upper`` for the whole box) exceeds ε is halved across its widest side relative to the whole
+        box's, ``BISECT`` times deep at most; the boxes proved count as pruned."""
+        todo, left = [(self.box, upper, 0)], []
+        while todo:
+            box, bound, depth = todo.pop()
+            if bound <= self.tolerance:
+                self.outcome.pruned += 1
+                continue
+            if depth == BISECT:
+                left.append(box)
+                continue
+            i = max(range(self.d), key=lambda i: (box[i][1] - box[i][0]) / (self.box[i][1] - self.box[i][0]))
+            lo, hi = box[i]
+            halves = [box[:i] + [side] + box[i + 1:] for side in ((lo, (lo + hi) / 2), ((lo + hi) / 2, hi))]
+            todo += [(h, self.bound.upper(h), depth + 1) for h in halves[::-1]]
+        return left
 
     def subtree(self, cell: tuple, threshold: tuple | None, queue=None, progress=None) -> Tally:
         """The search of ``cell`` and the cells it splits into, depth first, skipping leaves that

@@ -4,7 +4,7 @@ Claim: ``DiffBound.upper(box)`` ≥ ``|A(x) − B(x)|∞`` for every x in ``box`
 intervals, one per input).
 
 Every node is evaluated to an affine form over x and *noise symbols*, each ranging over a known
-exact interval, so that the form's range over the box (exact interval arithmetic, ``Fraction``
+exact interval, so that the form's range over the box (exact interval arithmetic, flint ``fmpq``
 only; every relaxation number rounded outward to a short dyadic) contains the node's value:
 
 - a node fixed by interval dominance over the box is its winning piece (exact); a hardmax node
@@ -30,21 +30,34 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..checker.equiv import ONE, Forms, combine, interval, key
+import flint
+
+from ..checker.equiv import ONE, Forms, combine, key
+from ..geometry.cells import rational
+
+Q = flint.fmpq
+ZERO, UNIT = Q(0), Q(1)
 
 BITS = 24                   # significant bits kept by ``outward``: relaxation numbers stay short
 TERMS = 512                 # noise symbols kept per node's form (ACAS Xu's have at most ~300)
 
 
-def outward(q: Fraction, up: bool) -> Fraction:
+def outward(q: Q, up: bool) -> Q:
     """A dyadic rational of at most ``BITS`` significant bits, ≥ q (``up``) or ≤ q: widening an
     interval endpoint keeps the bound sound and stops the digits of λ, μ, η growing layer by layer."""
     if not q:
         return q
-    shift = BITS - q.numerator.bit_length() + q.denominator.bit_length()
-    scaled = q.numerator * 2 ** max(shift, 0) // (q.denominator * 2 ** max(-shift, 0))
-    exact = Fraction(scaled) * Fraction(2) ** -shift == q
-    return Fraction(scaled + (1 if up and not exact else 0)) * Fraction(2) ** -shift
+    n, d = int(q.p), int(q.q)
+    shift = BITS - n.bit_length() + d.bit_length()
+    up_scale, down_scale = 2 ** max(shift, 0), 2 ** max(-shift, 0)     # q ≈ scaled / 2^shift
+    scaled = n * up_scale // (d * down_scale)
+    exact = scaled * d * down_scale == n * up_scale
+    return Q((scaled + (1 if up and not exact else 0)) * down_scale, up_scale)
+
+
+def exact_form(f: dict) -> dict:
+    """A form of ``Fraction`` coefficients with ``fmpq`` ones (the bound's arithmetic type)."""
+    return {k: rational(a) for k, a in f.items()}
 
 
 class Recording(Forms):
@@ -91,7 +104,8 @@ class DiffBound:
         """An upper bound of ``max_k |D_k(x)|`` over ``box``."""
         run = _Run(self, box)
         run.prepare([k for D in self.diff for k in D])
-        return max((max(-lo, hi) for lo, hi in (run.interval(run.form(D)) for D in self.diff)), default=Fraction(0))
+        top = max((max(-lo, hi) for lo, hi in (run.interval(run.form(D)) for D in self.diff)), default=ZERO)
+        return Fraction(int(top.p), int(top.q))
 
 
 def _exact(f: dict) -> bool:
@@ -104,16 +118,22 @@ class _Run:
 
     def __init__(self, bound: DiffBound, box: list):
         self.F, self.related = bound.F, bound.related
-        self.ranges = {i: (outward(lo, False), outward(hi, True)) for i, (lo, hi) in enumerate(box)}
+        self.ranges = {i: (outward(rational(lo), False), outward(rational(hi), True)) for i, (lo, hi) in enumerate(box)}
         self.memo = {}
 
     def interval(self, f: dict) -> tuple:
-        return interval(f, self.ranges)
+        """The exact range of the form over x's box and the noise symbols' ranges."""
+        lo = hi = f.get(ONE, ZERO)
+        for k, a in f.items():
+            if k != ONE:
+                low, high = self.ranges[k]
+                lo, hi = (lo + a * low, hi + a * high) if a > 0 else (lo + a * high, hi + a * low)
+        return lo, hi
 
     def form(self, f: dict) -> dict:
         """``f`` (over x and nodes) as a form over x and noise symbols."""
         d = self.F.d
-        return combine([(a, {k: Fraction(1)} if k == ONE or k < d else self.value(k)) for k, a in f.items()])
+        return combine([(rational(a), {k: UNIT} if k == ONE or k < d else self.value(k)) for k, a in f.items()])
 
     def prepare(self, variables: list) -> None:
         """Evaluate the nodes among ``variables`` and every node their values read, each after the
@@ -143,10 +163,10 @@ class _Run:
                 forms += [dict(p) for p in data] if kind == "max" else []
         return {k for f in forms for k in f if k != ONE and k >= self.F.d and k != var}
 
-    def noise(self, name: tuple, lo: Fraction, hi: Fraction) -> dict:
+    def noise(self, name: tuple, lo: Q, hi: Q) -> dict:
         """A fresh symbol ranging over (a dyadic widening of) [lo, hi]."""
         self.ranges[name] = (outward(lo, False), outward(hi, True))
-        return {name: Fraction(1)}
+        return {name: UNIT}
 
     def value(self, var: int) -> dict:
         if var not in self.memo:
@@ -166,15 +186,15 @@ class _Run:
         node does not grow with depth); what is removed, a function of x and the noise symbols that ranges
         over a known interval, becomes one symbol of this node (the same quantity wherever the node
         is used, so sharing the symbol is sound)."""
-        one = (Fraction(1), Fraction(1))
+        one = (UNIT, UNIT)
         ranges = [(k, c, self.ranges.get(k, one)) for k, c in f.items()]
         weights = [abs(c) * max(-lo, hi) for _, c, (lo, hi) in ranges]
         size = sum(weights)
         noise = sorted((i for i, (k, _, _) in enumerate(ranges) if isinstance(k, tuple)), key=weights.__getitem__)
         folded = set(noise[:-TERMS])
-        kept, low, high = {}, Fraction(0), Fraction(0)
+        kept, low, high = {}, ZERO, ZERO
         for i, (k, c, (lo, hi)) in enumerate(ranges):
-            short = Fraction(0) if i in folded or weights[i] * 2 ** 40 <= size else outward(c, False)
+            short = ZERO if i in folded or weights[i] * 2 ** 40 <= size else outward(c, False)
             if short:
                 kept[k] = short
             e = c - short
@@ -204,14 +224,14 @@ class _Run:
         fixed = self.exact(partner) if partner is not None and partner >= self.F.d else None
         if sign < 0 and (exact is not None or fixed is None):
             return None
-        theirs = combine([(scale, fixed)]) if sign < 0 else self.form(other)
+        theirs = combine([(rational(scale), fixed)]) if sign < 0 else self.form(other)
         etas = [self.interval(self.form(combine([(1, q), (-1, p)]))) for p, q in zip(P, Q)]
         lo, hi = min(lo for lo, _ in etas), max(hi for _, hi in etas)
         if exact is not None:
-            gap = self.interval(combine([(s, exact), (-1, theirs)]))
+            gap = self.interval(combine([(rational(s), exact), (-1, theirs)]))
             if gap[1] - gap[0] <= hi - lo:
                 return None
-        return combine([(1 / s, theirs), (sign / s, self.noise(("eta", var), lo, hi))])
+        return combine([(UNIT / rational(s), theirs), (sign * UNIT / rational(s), self.noise(("eta", var), lo, hi))])
 
     def _relaxed(self, var: int) -> dict:
         """A max node the box does not fix, by the triangle relaxation (two pieces) or a bound above."""
@@ -219,17 +239,17 @@ class _Run:
         if len(ps) == 2:
             p, q = ps
             lo, hi = gaps[0][1]                           # t = p − q, with lo < 0 < hi
-            lam = min(max(outward(hi / (hi - lo), False), Fraction(0)), Fraction(1))
+            lam = min(max(outward(hi / (hi - lo), False), ZERO), UNIT)
             top = max(-lam * lo, (1 - lam) * hi)          # relu(t) − λt ∈ [0, top] for any λ in [0, 1]
-            return combine([(1, q), (lam, combine([(1, p), (-1, q)])), (1, self.noise(("eps", var), Fraction(0), top))])
+            return combine([(1, q), (lam, combine([(1, p), (-1, q)])), (1, self.noise(("eps", var), ZERO, top))])
         j = max(range(len(ps)), key=lambda i: min(lo for lo, _ in gaps[i]))
         above = max(-lo for lo, _ in gaps[j])             # max_i p_i − p_j ≤ above
-        return combine([(1, ps[j]), (1, self.noise(("eps", var), Fraction(0), above))])
+        return combine([(1, ps[j]), (1, self.noise(("eps", var), ZERO, above))])
 
     def _hardmax(self, var: int, data: tuple) -> dict:
         scores = [self.form(dict(s)) for s, _ in data]
         values = [self.form(dict(v)) for _, v in data]
         if all(map(_exact, scores)) and len({key(s) for s in scores}) == 1:     # every token ties
-            return combine([(Fraction(1, len(values)), v) for v in values])
+            return combine([(Q(1, len(values)), v) for v in values])
         ivs = [self.interval(v) for v in values]
         return self.noise(("hull", var), min(lo for lo, _ in ivs), max(hi for _, hi in ivs))
