@@ -22,11 +22,10 @@ from fractions import Fraction
 
 import flint
 
-from ..checker.equiv import (ONE, Unsupported, box_constraints, combine, evaluate, implied, interval, key, negated,
-                             outputs, read_model)
+from ..checker.equiv import ONE, box_constraints, combine, evaluate, implied, interval, key, negated
 from ..numbers import format_rational
 from ..geometry.lp import argmaximize, dual_simplex
-from .equiv_bound import DiffBound, Recording, pairing
+from .equiv_bound import DiffBound
 
 Q = flint.fmpq
 
@@ -330,17 +329,9 @@ class Search:
         self.context = (a_json, b_json, box, tolerance, max_diff)
         self.models = [_exact(doc) for doc in (a_json, b_json)]
         self.box = box
-        self.F = Recording(box)
         self.d = len(box)
-        forms, marks = [], []
-        for name, doc in (("A", a_json), ("B", b_json)):
-            try:
-                forms.append(outputs(self.F, read_model(doc, name)))
-            except Unsupported as e:
-                raise Unsupported(f"{name}: {e}") from None
-            marks.append((len(self.F.calls), len(self.F.bounds)))
-        self.diff = [combine([(1, p), (-1, q)]) for p, q in zip(*forms)]
-        self.bound = DiffBound(self.F, self.diff, pairing(self.F, *marks[0]))
+        self.bound = DiffBound.between(a_json, b_json, box)
+        self.F, self.diff = self.bound.F, self.bound.diff
         self.tolerance, self.max_diff = tolerance or Fraction(0), max_diff
         self.outcome = Outcome(True, nodes=len(self.F.nodes))
         self.cons = box_constraints(box)

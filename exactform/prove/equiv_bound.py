@@ -32,7 +32,7 @@ from fractions import Fraction
 
 import flint
 
-from ..checker.equiv import ONE, Forms, combine, key
+from ..checker.equiv import ONE, Forms, Unsupported, combine, key, outputs, read_model
 from ..geometry.cells import rational
 
 Q = flint.fmpq
@@ -95,7 +95,24 @@ def pairing(F: Recording, calls_a: int, nodes_a: int) -> dict:
 
 
 class DiffBound:
-    """Upper bounds of ``|A − B|∞`` over boxes for the difference forms ``diff`` over ``F``."""
+    """Upper bounds of ``|A − B|∞`` over boxes for the difference forms ``diff`` over ``F``.
+
+    ``DiffBound.between(a_json, b_json, box)`` builds it for two model documents (Maxout nets or
+    hardmax Transformers); ``upper(sub)`` then bounds ``|A − B|∞`` over any box ``sub`` inside ``box``
+    (the node table's identities hold on ``box``, hence on ``sub``)."""
+
+    @classmethod
+    def between(cls, a_json: dict, b_json: dict, box: list) -> "DiffBound":
+        """The bound of A − B for two models read on ``box`` (``Unsupported``, naming A or B, for a
+        model outside the method); ``F`` and ``diff`` are the node table and the difference forms."""
+        F, forms, marks = Recording(box), [], []
+        for name, doc in (("A", a_json), ("B", b_json)):
+            try:
+                forms.append(outputs(F, read_model(doc, name)))
+            except Unsupported as e:
+                raise Unsupported(f"{name}: {e}") from None
+            marks.append((len(F.calls), len(F.bounds)))
+        return cls(F, [combine([(1, p), (-1, q)]) for p, q in zip(*forms)], pairing(F, *marks[0]))
 
     def __init__(self, F: Forms, diff: list, related: dict):
         self.F, self.diff, self.related = F, diff, related
