@@ -22,7 +22,7 @@ from fractions import Fraction
 
 import flint
 
-from ..checker.equiv import ONE, box_constraints, combine, evaluate, implied, interval, key, negated
+from ..checker.equiv import ONE, box_constraints, combine, evaluate, implied, interval, negated
 from ..numbers import format_rational
 from ..geometry.lp import argmaximize, dual_simplex
 from .equiv_bound import DiffBound
@@ -245,37 +245,6 @@ def _subtree_task(context: bytes, task: tuple) -> Tally:
     return _SEARCHES[digest].subtree(*task)
 
 
-def evaluated(F, f: dict, memo: dict, decide) -> dict:
-    """``checker.equiv.evaluate(F, f, memo, decide)`` without recursion on the model's depth: the nodes
-    f needs are evaluated first, each after the nodes it reads (an explicit stack; a hardmax node's
-    values only for the tokens its decision keeps, as ``evaluate`` does), so that every ``evaluate``
-    below finds its operands in ``memo`` and goes one level deep."""
-    stack = [k for k in reversed(list(f)) if k != ONE and k >= F.d and k not in memo]
-    while stack:
-        var = stack[-1]
-        if var in memo:
-            stack.pop()
-            continue
-        kind, data = F.nodes[var - F.d]
-        reads = [dict(p) for p in data] if kind == "max" else [dict(s) for s, _ in data]
-        if kind == "hardmax" and not _missing(F, reads, memo):
-            keys = [key(evaluate(F, s, memo, decide)) for s in reads]
-            distinct = tuple(sorted(set(keys)))
-            top = decide("hardmax", distinct) if len(distinct) > 1 else set(distinct)
-            reads = [dict(v) for k, (_, v) in zip(keys, data) if k in top]
-        missing = _missing(F, reads, memo)
-        if missing:
-            stack += missing[::-1]
-        else:
-            evaluate(F, {var: Fraction(1)}, memo, decide)      # its operands are in memo: one level
-    return evaluate(F, f, memo, decide)
-
-
-def _missing(F, forms: list, memo: dict) -> list:
-    """The node variables of ``forms`` not yet in ``memo``, in order of appearance."""
-    return list(dict.fromkeys(k for f in forms for k in f if k != ONE and k >= F.d and k not in memo))
-
-
 def _value(g: dict, x: list) -> Fraction:
     return sum((a * x[k] for k, a in g.items() if k != ONE), g.get(ONE, Fraction(0)))
 
@@ -470,7 +439,7 @@ class Search:
                 decided[kind, content] = self._choose(cell, box, kind, content)
             return decided[kind, content]
         try:
-            diff = [evaluated(self.F, f, memo, decide) for f in self.diff]
+            diff = [evaluate(self.F, f, memo, decide) for f in self.diff]
         except Split as s:
             children = []
             for n, part in enumerate(_parts(s)):
@@ -586,7 +555,7 @@ class Search:
                     entries.append(entry)
                 return decided[kind, content]
             try:
-                diff = [evaluated(self.F, f, memo, decide) for f in self.diff]
+                diff = [evaluate(self.F, f, memo, decide) for f in self.diff]
             except Split as s:
                 self.outcome.splits += 1
                 parts = _parts(s)
