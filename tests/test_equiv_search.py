@@ -76,3 +76,20 @@ def test_a_tolerance_the_whole_box_bound_misses_is_proved_on_halves():
     top = compare(a.to_json(), b.to_json(), box, max_diff=True).maximum
     refuted = compare(a.to_json(), b.to_json(), box, top * F(999, 1000), prune=True)
     assert not refuted.equal and max(abs(p - q) for p, q in zip(refuted.a, refuted.b)) > top * F(999, 1000)
+
+
+def test_a_counterexample_on_a_small_part_of_the_box_is_found_by_the_float_screen():
+    """A net and the net plus a bump of height 1/1000 on the corner x0 + x1 > 2 − 1/8 (1/512 of the
+    box): 65 random points are unlikely to meet it, a float screen of 4096 grid points does, and
+    the point reported is evaluated exactly (floats only chose it)."""
+    import random
+
+    from nets import relu_net
+    from test_equiv import tiny_bump
+
+    net = relu_net(random.Random(3), [2, 6, 6], outputs=1)
+    bumped = tiny_bump(net, F(1, 1000), F(1, 8))
+    for prune in (True, False):
+        out = compare(net.to_json(), bumped.to_json(), [(F(-1), F(1))] * 2, prune=prune)
+        assert not out.equal and out.splits == 0 and out.point[0] + out.point[1] > 2 - F(1, 8)
+        assert maxout_value(bumped, out.point)[0] - maxout_value(net, out.point)[0] == out.b[0] - out.a[0] > 0

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import flint
+import numpy as np
 
 from ..checker.equiv import ONE, box_constraints, combine, evaluate, implied, interval, negated
+from ..models import MaxoutNet
 from ..numbers import format_rational
 from ..geometry.lp import argmaximize, dual_simplex
 from .equiv_bound import DiffBound
@@ -245,6 +247,17 @@ def _subtree_task(context: bytes, task: tuple) -> Tally:
     return _SEARCHES[digest].subtree(*task)
 
 
+def _float_outputs(net: MaxoutNet, x: np.ndarray) -> np.ndarray:
+    """The net's outputs at the rows of ``x`` in float64 (a guide to which points to evaluate exactly)."""
+    h = x
+    for layer in net.layers:
+        w = np.array([[float(a) for a in row] for rows in layer.weight for row in rows])
+        b = np.array([float(v) for vs in layer.bias for v in vs])
+        h = np.maximum.reduceat(h @ w.T + b, layer.offsets[:-1], axis=1)
+    return h @ np.array([[float(a) for a in row] for row in net.readout_weight]).T + \
+        np.array([float(v) for v in net.readout_bias])
+
+
 def _value(g: dict, x: list) -> Fraction:
     return sum((a * x[k] for k, a in g.items() if k != ONE), g.get(ONE, Fraction(0)))
 
@@ -260,6 +273,7 @@ def _witness_text(w: dict, m: int) -> dict:
 SUBTREES = 64       # the pruned search expands cells until this many wait, then searches each as a task
 BISECT = 6          # halvings of the box by the box bound before the cell search (--tolerance)
 PROBES, GRID = 64, 4096     # random points evaluated exactly before any search, coordinates on a 1/GRID grid
+SCREEN, SCREENED = 4096, 16     # grid points evaluated in float64 (Maxout nets), the largest gaps then exactly
 
 
 @dataclass
@@ -314,12 +328,21 @@ class Search:
         return self.outcome
 
     def probe(self) -> Tally:
-        """The largest exact |A − B|∞ (``exactform.models``, one batch per model) at the box's centre
-        and ``PROBES`` seeded random points of the box with dyadic coordinates: a counterexample
-        found before any cell is split, and for --max-diff a first value to skip leaves by."""
+        """The largest exact |A − B|∞ (``exactform.models``, one batch per model) at the box's centre,
+        ``PROBES`` seeded random points of the box on a 1/``GRID`` grid, and, for two Maxout nets,
+        the ``SCREENED`` points of ``SCREEN`` more where |A − B|∞ is largest in float64 (floats only
+        choose points; every value is exact): a counterexample found before any cell is split, and
+        for --max-diff a first value to skip leaves by."""
         rng = random.Random(0)
+        grid = lambda ks: [lo + (hi - lo) * Fraction(int(k), GRID) for (lo, hi), k in zip(self.box, ks)]  # noqa: E731
         points = [[(lo + hi) / 2 for lo, hi in self.box]] + \
-            [[lo + (hi - lo) * Fraction(rng.randrange(GRID + 1), GRID) for lo, hi in self.box] for _ in range(PROBES)]
+            [grid(rng.randrange(GRID + 1) for _ in self.box) for _ in range(PROBES)]
+        if all(isinstance(m, MaxoutNet) for m in self.models):
+            ks = np.array([[rng.randrange(GRID + 1) for _ in self.box] for _ in range(SCREEN)])
+            lo, width = (np.array([float(v) for v in vs]) for vs in zip(*((lo, hi - lo) for lo, hi in self.box)))
+            x = lo + width * ks / GRID
+            gap = np.max(np.abs(_float_outputs(self.models[0], x) - _float_outputs(self.models[1], x)), axis=1)
+            points += [grid(ks[i]) for i in np.argsort(-gap, kind="stable")[:SCREENED]]
         gaps = [max(abs(p - q) for p, q in zip(a, b)) for a, b in zip(*(m.evaluate_batch(points) for m in self.models))]
         top = max(range(len(points)), key=gaps.__getitem__)
         return Tally(gaps[top], points[top])
