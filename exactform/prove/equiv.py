@@ -320,8 +320,8 @@ class Search:
         self.cons = box_constraints(box)
 
     def run(self) -> Outcome:
-        first = self.probe()
-        if not self.max_diff and first.value > self.tolerance:
+        first = None if self.max_diff else self.probe()
+        if first is not None and first.value > self.tolerance:
             self.outcome.equal, self.outcome.point = False, first.point
             return self.outcome
         self.outcome.tree = self._solve(Cell(self.d, self.cons), {}, {})
