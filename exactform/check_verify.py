@@ -1,0 +1,187 @@
+"""Claim V1 — a network satisfies a VNN-LIB property (the property's violation is impossible) —
+checked with ``fractions`` only (standard library, the strict reader of ``exactform.checker`` and the
+node table of ``exactform.check_equiv``).  Specified in docs/spec.md §7.
+
+The property, as read, is a list of disjuncts: an input box and linear atoms ``a ≥ 0`` over the
+inputs X and outputs Y.  For each disjunct the certificate gives a tree splitting the box at
+coordinate hyperplanes; on every leaf the checker writes the leaf's rows itself (``LeafRows``: the
+leaf box, and per max node of the network its exact interval over the leaf box, the pieces it
+dominates, and the chord of a two-piece max over its interval), and the witness shows, by Farkas'
+lemma, that no point of the lifted space (x, one variable per node) meets all rows together with the
+disjunct's atoms."""
+from __future__ import annotations
+
+import hashlib
+from fractions import Fraction
+
+from .check_equiv import Forms, implied, outputs, read_model
+from .checker import FORMAT, ONE, Malformed, Refuted, box, combine, fields, integer, interval, items, rational, row
+
+KIND, CLAIM = "verification", "V1"
+MAX_TREE = 10 ** 6          # tree nodes over all disjuncts: bounds the work on a hostile certificate
+MAX_WORK = 10 ** 10         # leaves × terms of the node table: the arithmetic, bounded before it starts
+
+
+def atom_form(atom: dict, xs: int, ys: list) -> dict:
+    """An atom ``{k: a}`` over X_0..X_{n-1} (k < n), Y_0.. (n ≤ k < n + m) and the constant (k = n + m)
+    as an affine form over the node table's variables (Y_j replaced by the network's output j)."""
+    n, m = xs, len(ys)
+    return combine([(a, {k: Fraction(1)} if k < n else ys[k - n] if k < n + m else {ONE: Fraction(1)})
+                    for k, a in atom.items()])
+
+
+def node_bounds(F: Forms, cube: list) -> list:
+    """Exact intervals of every variable of ``F`` over the box ``cube`` (inputs first, then nodes in
+    order): a max node lies between the largest lower and the largest upper end of its pieces, a
+    hardmax node (an average of values) between the least lower and the largest upper end."""
+    bounds = list(cube)
+    for kind, data in F.nodes:
+        ivs = [interval(dict(p if kind == "max" else p[1]), bounds) for p in data]
+        bounds.append((max(lo for lo, _ in ivs) if kind == "max" else min(lo for lo, _ in ivs),
+                       max(hi for _, hi in ivs)))
+    return bounds
+
+
+class LeafRows:
+    """The rows ``(g, "ge")`` of a leaf, in the order of docs/spec.md §7, each built when first read: the
+    box (x_i − l_i, u_i − x_i), then per node z_k: z_k − L_k, U_k − z_k, and for a max node z_k − p for
+    each piece p and, with two pieces p, q (g = p − q in [gl, gu]), p − z_k if gl ≥ 0, else q − z_k if
+    gu ≤ 0, else the chord q + gu (g − gl) / (gu − gl) − z_k; then the atoms."""
+
+    def __init__(self, F: Forms, cube: list, atoms: list):
+        self.F, self.cube, self.atoms, self.bounds = F, cube, atoms, node_bounds(F, cube)
+        self.slots = [(None, j) for j in range(2 * F.d)]          # (node, slot in its group) per row
+        for k, (kind, data) in enumerate(F.nodes):
+            self.slots += [(k, j) for j in range(2 + (len(data) + (len(data) == 2) if kind == "max" else 0))]
+        self.slots += [(-1, j) for j in range(len(atoms))]
+        self.built: dict = {}
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def __getitem__(self, i: int) -> tuple:
+        if i not in self.built:
+            self.built[i] = (self._row(*self.slots[i]), "ge")
+        return self.built[i]
+
+    def _row(self, k, j) -> dict:
+        if k is None:
+            (lo, hi), x = self.cube[j // 2], j // 2
+            return {x: Fraction(1), ONE: -lo} if j % 2 == 0 else {x: Fraction(-1), ONE: hi}
+        if k == -1:
+            return self.atoms[j]
+        F, z = self.F, self.F.d + k
+        lo, hi = self.bounds[z]
+        if j < 2:
+            return {z: Fraction(1), ONE: -lo} if j == 0 else {z: Fraction(-1), ONE: hi}
+        pieces = [dict(p) for p in F.nodes[k][1]]
+        if j - 2 < len(pieces):
+            return combine([(1, {z: Fraction(1)}), (-1, pieces[j - 2])])
+        p, q = pieces
+        g = combine([(1, p), (-1, q)])
+        gl, gu = interval(g, self.bounds)
+        top = p if gl >= 0 else q if gu <= 0 else combine([(1, q), (gu / (gu - gl), g)], -gu * gl / (gu - gl))
+        return combine([(1, top), (-1, {z: Fraction(1)})])
+
+
+def sha256_file(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def statement(sources: dict, disjuncts: int) -> str:
+    return (f"no input x satisfies the VNN-LIB property {sources['property']['sha256'][:16]} (any of its {disjuncts} "
+            f"disjuncts) for the network {sources['net']['sha256'][:16]}: the property holds (unsat)")
+
+
+def read_property(v, n: int, m: int) -> list:
+    """``[(box, [atom])]``: each disjunct's input box and atoms, an atom a row over X, Y and 1."""
+    fields(v, "property", ("inputs", "outputs", "disjuncts"))
+    if integer(v["inputs"], "property.inputs", 1) != n or integer(v["outputs"], "property.outputs", 1) != m:
+        raise Malformed(f"property: {v['inputs']} inputs and {v['outputs']} outputs, the network has {n} and {m}")
+    out = []
+    for k, d in enumerate(items(v["disjuncts"], "property.disjuncts", nonempty=True)):
+        at = f"property.disjuncts[{k}]"
+        fields(d, at, ("box", "atoms"))
+        atoms = [row(a, f"{at}.atoms[{i}]", n + m + 1) for i, a in enumerate(items(d["atoms"], f"{at}.atoms"))]
+        out.append((box(d["box"], f"{at}.box", n), atoms))
+    return out
+
+
+def _count(trees: list) -> int:
+    """Leaves of the trees, after their shapes are checked (no arithmetic: bounds the work first)."""
+    stack, seen, leaves = [(t, f"trees[{i}]") for i, t in enumerate(trees)], 0, 0
+    while stack:
+        node, at = stack.pop()
+        if (seen := seen + 1) > MAX_TREE:
+            raise Malformed(f"more than {MAX_TREE} tree nodes")
+        if isinstance(node, dict) and "split" in node:
+            fields(node, at, ("split", "at", "children"))
+            stack += [(c, f"{at}.children[{i}]") for i, c in enumerate(items(node["children"], f"{at}.children", 2))]
+        else:
+            fields(node, at, ("witness",))
+            leaves += 1
+    return leaves
+
+
+def check(cert: dict, name: str, net_file=None, property_file=None) -> str:
+    """The statement of V1 if ``cert`` proves it (and, given, the files are those it names);
+    ``Refuted`` if not; ``ValueError`` if malformed."""
+    try:
+        return _check(cert, name, net_file, property_file)
+    except (Malformed, RecursionError) as e:
+        raise ValueError(f"{name}: {e}") from None
+
+
+def _check(cert: dict, name: str, net_file, property_file) -> str:
+    fields(cert, name, ("format", "kind", "models", "claims"))
+    if cert["format"] != FORMAT or cert["kind"] != KIND:
+        raise Malformed(f"format, kind: expected {FORMAT!r}, {KIND!r}")
+    model = read_model(fields(cert["models"], "models", ("net",))["net"], "models.net")
+    claim = fields(items(cert["claims"], "claims", 1)[0], "claims[0]", ("id", "statement", "evidence"))
+    ev = fields(claim["evidence"], "claims[0].evidence", ("sources", "property", "trees"))
+    if claim["id"] != CLAIM:
+        raise Malformed(f"claims[0].id: expected {CLAIM!r}")
+    sources = fields(ev["sources"], "evidence.sources", ("net", "property"))
+    for key in ("net", "property"):
+        s = fields(sources[key], f"evidence.sources.{key}", ("file", "sha256"))
+        if not (isinstance(s["file"], str) and isinstance(s["sha256"], str) and len(s["sha256"]) == 64):
+            raise Malformed(f"evidence.sources.{key}: expected a file name and a SHA-256 digest")
+    for key, path in (("net", net_file), ("property", property_file)):
+        if path is not None and sha256_file(path) != sources[key]["sha256"]:
+            raise Refuted(f"{name}: the certificate is about another {key} file than {path} (SHA-256 differs)")
+    d, m = len(model.box), len(model.readout)
+    disjuncts = read_property(ev["property"], d, m)
+    said = statement(sources, len(disjuncts))
+    if claim["statement"] != said:
+        raise Refuted(f"{name}: the statement is not {said!r}")
+    trees = items(ev["trees"], "evidence.trees", len(disjuncts))
+    leaves = _count(trees)
+    for k, ((cube, atoms), tree) in enumerate(zip(disjuncts, trees)):
+        F = Forms(cube)
+        ys = outputs(F, model)
+        forms = [atom_form(a, d, ys) for a in atoms]
+        size = sum(len(p if kind == "max" else p[1]) for kind, data in F.nodes for p in data) + len(F.nodes) + d
+        if leaves * size > MAX_WORK:
+            raise Malformed(f"{leaves} leaves × {size} terms exceed the checker's limit {MAX_WORK}")
+        stack = [(tree, f"trees[{k}]", cube)]
+        while stack:
+            node, at, leaf_box = stack.pop()
+            if "split" in node:
+                i = integer(node["split"], f"{at}.split", 0, d - 1)
+                c = rational(node["at"], f"{at}.at")
+                lo, hi = leaf_box[i]
+                if not lo <= c <= hi:
+                    raise Refuted(f"{name}: {at}: the split x_{i} = {c} is outside the cell's [{lo}, {hi}]")
+                below, above = list(leaf_box), list(leaf_box)
+                below[i], above[i] = (lo, c), (c, hi)
+                stack += [(node["children"][0], f"{at}.children[0]", below),
+                          (node["children"][1], f"{at}.children[1]", above)]
+                continue
+            rows = LeafRows(F, leaf_box, forms)
+            if not implied(rows, {}, True, row(node["witness"], f"{at}.witness", len(rows))):
+                raise Refuted(f"{name}: {at}: the witness does not show the leaf's rows infeasible")
+    return said

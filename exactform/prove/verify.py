@@ -1,0 +1,352 @@
+"""Deciding a VNN-LIB property of a network exactly (claim V1): ``unsat`` with a certificate, ``sat``
+with an exact counterexample, or ``unknown`` / ``timeout`` — never a guess.
+
+The search runs in floating point and decides nothing.  Per disjunct of the property (an input box
+and linear atoms over X and Y, ``importers.vnnlib``) it first looks for a violating point (random
+points, then finite-difference ascent of the least atom's value); then it splits the box at
+coordinate hyperplanes, depth first.  On a cell it bounds every node of the network by intervals
+and solves the leaf's linear relaxation (``check_verify.LeafRows``: the rows the checker writes)
+with HiGHS, as ``min t`` over ``g(v) + t ≥ 0``: when ``t* > 0`` the LP's dual multipliers are a
+Farkas witness of infeasibility in floating point.  They are made exact here — rationalised, the
+gradient left by rounding cancelled with the variables' bound rows (each variable has a lower and
+an upper bound row, so the residual is removed exactly), then checked with ``fractions`` by the
+checker's own ``implied`` — and the leaf is closed only then; a witness that fails exactly splits
+the cell again.  A point the LP or the sampling proposes is a counterexample only once the exact
+model (``exactform.models``) puts it in the box and makes every atom true.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+from scipy.optimize import linprog
+from scipy.sparse import csr_matrix
+
+from ..check_equiv import Forms, outputs, read_model
+from ..check_verify import CLAIM, KIND, atom_form, implied, LeafRows, statement
+from ..checker import FORMAT, ONE
+from ..numbers import format_rational
+
+MARGIN = 1e-9          # an LP optimum t* below this is not worth an exact attempt
+MIN_WIDTH = 1e-12      # a cell narrower than this (relative to the box) is not split again: unknown
+
+
+@dataclass
+class Verdict:
+    """``verdict``: "unsat" (``trees``: one proof tree per disjunct), "sat" (``x``, ``y``: the exact
+    counterexample, ``disjunct``: the one it meets), "unknown" or "timeout" (``reason``)."""
+    verdict: str
+    trees: list | None = None
+    x: list | None = None
+    y: list | None = None
+    disjunct: int | None = None
+    reason: str = ""
+    leaves: int = 0
+    lps: int = 0
+    repaired: int = 0
+    stats: dict = field(default_factory=dict)
+
+
+class Deadline(Exception):
+    """The search ran past its time."""
+
+
+class Disjunct:
+    """One disjunct over one network: the node table over its box (the checker's), the atoms as forms
+    over the table's variables, the same in floating point, and the leaf rows' layout."""
+
+    def __init__(self, model, cube: list, atoms: list):
+        self.cube = cube
+        self.F = F = Forms(cube)
+        ys = outputs(F, model)
+        self.d, self.N = F.d, len(F.nodes)
+        self.forms = [atom_form(a, self.d, ys) for a in atoms]
+        self.pieces = []           # per node: [(indices, coefficients, constant)] (max: pieces; hardmax: (score, value))
+        self.base = []             # per node: the index of its row z − L in the leaf rows
+        row = 2 * self.d
+        for kind, data in F.nodes:
+            parts = [dict(p) for p in data] if kind == "max" else [dict(s) for s, _ in data] + [dict(v) for _, v in data]
+            self.pieces.append((kind, [_floats(p) for p in parts]))
+            self.base.append(row)
+            row += 2 + (len(data) + (len(data) == 2) if kind == "max" else 0)
+        self.atoms_at = row
+        self.rows = row + len(self.forms)
+        self.atom_floats = [_floats(f) for f in self.forms]
+
+    # --- floating point: evaluation, bounds, the leaf LP -------------------------------------------
+    def values(self, X: np.ndarray) -> np.ndarray:
+        """Every variable at each point (rows of X), in floating point (hardmax ties averaged)."""
+        V = np.zeros((X.shape[0], self.d + self.N))
+        V[:, :self.d] = X
+        for k, (kind, parts) in enumerate(self.pieces):
+            vals = np.stack([V[:, i] @ a + c for i, a, c in parts], axis=1)
+            if kind == "max":
+                V[:, self.d + k] = vals.max(axis=1)
+            else:
+                T = vals.shape[1] // 2
+                scores, v = vals[:, :T], vals[:, T:]
+                top = scores >= scores.max(axis=1, keepdims=True) - 1e-12
+                V[:, self.d + k] = (v * top).sum(axis=1) / top.sum(axis=1)
+        return V
+
+    def margin(self, X: np.ndarray) -> np.ndarray:
+        """The least atom's value at each point: ≥ 0 where the point violates the property (floats)."""
+        V = self.values(X)
+        if not self.atom_floats:
+            return np.zeros(X.shape[0])
+        return np.stack([V[:, i] @ a + c for i, a, c in self.atom_floats], axis=1).min(axis=1)
+
+    def bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        L, U = np.concatenate([lo, np.zeros(self.N)]), np.concatenate([hi, np.zeros(self.N)])
+        for k, (kind, parts) in enumerate(self.pieces):
+            ivs = [_interval(p, L, U) for p in (parts if kind == "max" else parts[len(parts) // 2:])]
+            L[self.d + k] = max(a for a, _ in ivs) if kind == "max" else min(a for a, _ in ivs)
+            U[self.d + k] = max(b for _, b in ivs)
+        return L, U
+
+    def lp(self, lo: np.ndarray, hi: np.ndarray):
+        """``(t*, multipliers, x*)`` of the leaf relaxation over the box [lo, hi] (floats; the rows in
+        ``LeafRows``' order), or None when HiGHS fails; and the float bounds."""
+        d, n = self.d, self.d + self.N
+        L, U = self.bounds(lo, hi)
+        rows, cols, vals, const = [], [], [], np.zeros(self.rows)
+
+        def add(r, idx, coef, c):
+            rows.extend([r] * len(idx))
+            cols.extend(idx)
+            vals.extend(coef)
+            const[r] = c
+        for i in range(d):
+            add(2 * i, [i], [1.0], -lo[i])
+            add(2 * i + 1, [i], [-1.0], hi[i])
+        for k, (kind, parts) in enumerate(self.pieces):
+            z, b = d + k, self.base[k]
+            add(b, [z], [1.0], -L[z])
+            add(b + 1, [z], [-1.0], U[z])
+            if kind != "max":
+                continue
+            for j, (i, a, c) in enumerate(parts):
+                add(b + 2 + j, [z, *i], [1.0, *(-a)], -c)
+            if len(parts) == 2:
+                (ip, ap, cp), (iq, aq, cq) = parts
+                gl, gu = _interval((np.concatenate([ip, iq]), np.concatenate([ap, -aq]), cp - cq), L, U)
+                if gl >= 0 or gu <= 0:
+                    i, a, c = parts[0] if gl >= 0 else parts[1]
+                    add(b + 4, [z, *i], [-1.0, *a], c)
+                else:
+                    lam = gu / (gu - gl)
+                    add(b + 4, [z, *ip, *iq], [-1.0, *(lam * ap), *((1 - lam) * aq)], lam * cp + (1 - lam) * cq - lam * gl)
+        for j, (i, a, c) in enumerate(self.atom_floats):
+            add(self.atoms_at + j, list(i), list(a), c)
+        rows += range(self.atoms_at, self.rows)         # g(v) = G v + const ≥ 0 as −G v ≤ const, atoms −G v + t ≤ const
+        cols += [n] * len(self.forms)
+        A = csr_matrix((-np.array(vals + [-1.0] * len(self.forms)), (rows, cols)), shape=(self.rows, n + 1))
+        c = np.zeros(n + 1)
+        c[-1] = -1.0
+        res = linprog(c, A_ub=A, b_ub=const, bounds=[(None, None)] * n + [(None, 1.0)], method="highs")
+        if res.status != 0:
+            return None, (L, U)
+        return (res.fun, -res.ineqlin.marginals, res.x[:d]), (L, U)
+
+    # --- exact: the witness --------------------------------------------------------------------
+    def witness(self, cube: list, multipliers) -> dict | None:
+        """An exact Farkas witness of the leaf's rows from float multipliers (``{row: q}``), or None."""
+        rows = LeafRows(self.F, cube, self.forms)
+        top = max(multipliers.max(), 1e-300)
+        w = {i: Fraction(float(q)) for i in np.flatnonzero(multipliers > top * 1e-12).tolist() for q in [multipliers[i]]}
+        residual: dict = {}
+        for i, q in w.items():
+            for k, a in rows[i][0].items():
+                if k != ONE:
+                    residual[k] = residual.get(k, 0) + q * a
+        for k, a in residual.items():          # cancel the rounding with the variable's bound rows
+            if a:
+                r = (2 * k if k < self.d else self.base[k - self.d]) + (a > 0)
+                w[r] = w.get(r, 0) + abs(a)
+        w = {i: q for i, q in w.items() if q}
+        return w if implied(rows, {}, True, w) else None
+
+
+def _floats(form: dict) -> tuple:
+    keys = sorted(k for k in form if k != ONE)
+    return (np.array(keys, dtype=int), np.array([float(form[k]) for k in keys]), float(form.get(ONE, 0)))
+
+
+def _interval(part, L, U) -> tuple[float, float]:
+    i, a, c = part
+    lo, hi = np.where(a > 0, L[i], U[i]), np.where(a > 0, U[i], L[i])
+    return c + float(a @ lo), c + float(a @ hi)
+
+
+class Search:
+    """The verdict of one network on one property (``run``)."""
+
+    def __init__(self, model_json: dict, disjuncts: list, deadline: float | None = None, seed: int = 0):
+        from ..formats import Reader
+        from ..models import MaxoutNet, Transformer
+        self.json = model_json
+        self.exact = (Transformer if model_json["format"] == Transformer.FORMAT else MaxoutNet).from_json(Reader(model_json))
+        self.model = read_model(model_json, "model")
+        self.disjuncts = disjuncts
+        self.deadline = deadline
+        self.rng = np.random.default_rng(seed)
+        self.out = Verdict("unknown")
+
+    def _tick(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise Deadline()
+
+    def run(self) -> Verdict:
+        try:
+            problems = []
+            for k, (cube, atoms) in enumerate(self.disjuncts):
+                self._tick()
+                problems.append(Disjunct(self.model, cube, atoms))
+                if self._attack(problems[-1], k):
+                    return self.out
+            trees = []
+            for k, p in enumerate(problems):
+                tree = self._prove(p, k)
+                if tree is None:
+                    return self.out
+                trees.append(tree)
+            self.out.verdict, self.out.trees = "unsat", trees
+        except Deadline:
+            self.out.verdict, self.out.reason = "timeout", "the search ran past --timeout"
+        return self.out
+
+    def _confirm(self, p: Disjunct, k: int, x: np.ndarray) -> bool:
+        """Whether the float point x, read exactly and clamped into the box, violates the property
+        exactly (then it is the outcome)."""
+        point = [min(max(Fraction(float(v)), lo), hi) for v, (lo, hi) in zip(x, p.cube)]
+        y = self.exact(point)
+        values = point + list(y)
+        for a in self.disjuncts[k][1]:
+            if sum((q * (values[i] if i < len(values) else 1) for i, q in a.items()), Fraction(0)) < 0:
+                return False
+        self.out.verdict, self.out.x, self.out.y, self.out.disjunct = "sat", point, list(y), k
+        return True
+
+    def _attack(self, p: Disjunct, k: int, samples: int = 512, steps: int = 40) -> bool:
+        """Random points, then finite-difference ascent of the least atom from the best few."""
+        lo, hi = (np.array([float(v) for v in e]) for e in zip(*p.cube))
+        X = lo + (hi - lo) * self.rng.random((samples, p.d))
+        m = p.margin(X)
+        best = np.argsort(-m)[:8]
+        for i in best[m[best] >= 0]:
+            if self._confirm(p, k, X[i]):
+                return True
+        if p.d > 64:
+            return False
+        X, m, step = X[best], m[best], (hi - lo) / 8
+        h = np.maximum((hi - lo) * 1e-6, 1e-12)
+        for _ in range(steps):
+            self._tick()
+            probes = np.concatenate([X] + [X + h[j] * np.eye(p.d)[j] for j in range(p.d)])
+            mp = p.margin(probes).reshape(p.d + 1, len(X))
+            grad = (mp[1:] - mp[0]).T / h
+            Xn = np.clip(X + step * np.sign(grad), lo, hi)
+            mn = p.margin(Xn)
+            better = mn > m
+            X[better], m[better] = Xn[better], mn[better]
+            step = np.where(better.any(), step, step / 2)
+            for i in np.flatnonzero(m >= 0):
+                if self._confirm(p, k, X[i]):
+                    return True
+        return False
+
+    def _prove(self, p: Disjunct, k: int) -> dict | None:
+        """The proof tree of disjunct k, depth first; None when a counterexample was found (``out``)
+        or a cell could be neither closed nor split (unknown)."""
+        root: dict = {}
+        width0 = np.array([float(hi - lo) for lo, hi in p.cube])
+        stack = [(list(p.cube), root)]
+        while stack:
+            self._tick()
+            cube, node = stack.pop()
+            lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
+            L, U = p.bounds(lo, hi)
+            violated = [j for j, f in enumerate(p.atom_floats) if _interval(f, L, U)[1] < -MARGIN]
+            if violated:                       # one atom is false on the whole cell: its row and the bounds
+                mult = np.zeros(p.rows)
+                mult[p.atoms_at + violated[0]] = 1.0
+                w = p.witness(cube, mult)
+                if w is not None:
+                    node["witness"] = _sparse(w, p.rows)
+                    self.out.leaves += 1
+                    continue
+            solved, _ = p.lp(lo, hi)
+            self.out.lps += 1
+            if solved is not None and solved[0] > MARGIN:
+                w = p.witness(cube, solved[1])
+                if w is not None:
+                    node["witness"] = _sparse(w, p.rows)
+                    self.out.leaves += 1
+                    continue
+                self.out.repaired += 1
+            if solved is not None and self._confirm(p, k, np.clip(solved[2], lo, hi)):
+                return None
+            if solved is None or solved[0] <= MARGIN:
+                if p.margin(((lo + hi) / 2)[None])[0] >= 0 and self._confirm(p, k, (lo + hi) / 2):
+                    return None
+            i = self._branch(p, lo, hi, width0, solved)
+            if (hi[i] - lo[i]) <= MIN_WIDTH * width0[i]:
+                self.out.verdict, self.out.reason = "unknown", f"disjunct {k}: a cell of width {hi[i] - lo[i]:.3g} " \
+                    "could not be closed (the relaxation's witness fails exactly there)"
+                return None
+            c = (cube[i][0] + cube[i][1]) / 2
+            below, above = list(cube), list(cube)
+            below[i], above[i] = (cube[i][0], c), (c, cube[i][1])
+            node.update(split=i, at=format_rational(c), children=[{}, {}])
+            stack += [(above, node["children"][1]), (below, node["children"][0])]
+        return root
+
+    @staticmethod
+    def _branch(p: Disjunct, lo, hi, width0, solved) -> int:
+        """The coordinate to split: the box rows' dual multipliers times the cell's width (how much
+        the relaxation's optimum rests on that side of the box), else the relatively widest."""
+        width = hi - lo
+        if solved is not None:
+            w = solved[1]
+            score = (w[0:2 * p.d:2] + w[1:2 * p.d:2]) * width
+            if score.max() > 0:
+                return int(np.argmax(score))
+        return int(np.argmax(width / np.where(width0 > 0, width0, 1)))
+
+
+def _sparse(w: dict, n: int) -> dict:
+    return {"length": n, "index": sorted(w), "value": [format_rational(w[i]) for i in sorted(w)]}
+
+
+def property_json(prop) -> dict:
+    """The property as read (``importers.vnnlib.Property``), in the certificate's form."""
+    n, m = prop.inputs, prop.outputs
+
+    def atom(a):
+        r = {i: q for i, q in a.x.items()} | {n + j: q for j, q in a.y.items()} | ({n + m: a.c} if a.c else {})
+        return _sparse(r, n + m + 1)
+    return {"inputs": n, "outputs": m, "disjuncts": [
+        {"box": {"lower": [format_rational(lo) for lo, _ in d.box], "upper": [format_rational(hi) for _, hi in d.box]},
+         "atoms": [atom(a) for a in d.atoms]} for d in prop.disjuncts]}
+
+
+def exact_disjuncts(prop) -> list:
+    """``[(box, [atom as {index: q}])]``: the checker's reading of ``property_json``."""
+    n, m = prop.inputs, prop.outputs
+    return [(list(d.box), [{i: q for i, q in a.x.items()} | {n + j: q for j, q in a.y.items()} |
+                           ({n + m: a.c} if a.c else {}) for a in d.atoms]) for d in prop.disjuncts]
+
+
+def verify(model_json: dict, prop, seconds: float | None = None) -> Verdict:
+    """Decide ``prop`` (``importers.vnnlib.Property``) for the model; ``seconds``: the time limit."""
+    deadline = None if seconds is None else time.monotonic() + seconds
+    return Search(model_json, exact_disjuncts(prop), deadline).run()
+
+
+def certificate(model_json: dict, prop, trees: list, sources: dict) -> dict:
+    """The ``exactform/certificate`` document of claim V1."""
+    return {"format": FORMAT, "kind": KIND, "models": {"net": model_json},
+            "claims": [{"id": CLAIM, "statement": statement(sources, len(prop.disjuncts)),
+                        "evidence": {"sources": sources, "property": property_json(prop), "trees": trees}}]}
