@@ -16,6 +16,8 @@ model (``exactform.models``) puts it in the box and makes every atom true.
 """
 from __future__ import annotations
 
+import hashlib
+import pickle
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -198,7 +200,10 @@ class Search:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise Deadline()
 
-    def run(self) -> Verdict:
+    def run(self, executor=None) -> Verdict:
+        """Every disjunct attacked, then proved; with an ``executor`` of several workers each proof's
+        cells are expanded breadth first until ``SUBTREES`` per worker wait, and each is proved as a
+        task (the trees and the verdict do not depend on the executor)."""
         try:
             problems = []
             for k, (cube, atoms) in enumerate(self.disjuncts):
@@ -208,26 +213,43 @@ class Search:
                     return self.out
             trees = []
             for k, p in enumerate(problems):
-                tree = self._prove(p, k)
-                if tree is None:
+                root: dict = {}
+                cells = [(list(p.cube), root)]
+                workers = getattr(executor, "workers", 1)
+                if workers > 1:
+                    cells = self._expand(p, k, cells, SUBTREES * workers)
+                    if cells is None:
+                        return self.out
+                    if cells:
+                        left = None if self.deadline is None else self.deadline - time.monotonic()
+                        tasks = [(self.json, self.disjuncts[k], k, cube, left) for cube, _ in cells]
+                        for (_, node), sub in zip(cells, executor.map(_subtree_task, tasks)):
+                            self.out.leaves, self.out.lps = self.out.leaves + sub.leaves, self.out.lps + sub.lps
+                            if sub.verdict != "unsat":
+                                self.out.verdict, self.out.reason = sub.verdict, sub.reason
+                                self.out.x, self.out.y, self.out.disjunct = sub.x, sub.y, sub.disjunct
+                                return self.out
+                            node.update(sub.trees[0])
+                        cells = []
+                if self._expand(p, k, cells) is None:
                     return self.out
-                trees.append(tree)
+                trees.append(root)
             self.out.verdict, self.out.trees = "unsat", trees
         except Deadline:
             self.out.verdict, self.out.reason = "timeout", "the search ran past --timeout"
         return self.out
 
     def _confirm(self, p: Disjunct, k: int, x: np.ndarray) -> bool:
-        """Whether the float point x, read exactly and clamped into the box, violates the property
-        exactly (then it is the outcome)."""
-        point = [min(max(Fraction(float(v)), lo), hi) for v, (lo, hi) in zip(x, p.cube)]
-        y = self.exact(point)
-        values = point + list(y)
-        for a in self.disjuncts[k][1]:
-            if sum((q * (values[i] if i < len(values) else 1) for i, q in a.items()), Fraction(0)) < 0:
-                return False
-        self.out.verdict, self.out.x, self.out.y, self.out.disjunct = "sat", point, list(y), k
-        return True
+        """Whether the float point x — rounded to 9 significant digits, else read exactly — clamped
+        into the box violates the property exactly (then it is the outcome)."""
+        for point in ([Fraction(f"{float(v):.9g}") for v in x], [Fraction(float(v)) for v in x]):
+            point = [min(max(v, lo), hi) for v, (lo, hi) in zip(point, p.cube)]
+            y = list(self.exact(point))
+            values = point + y + [Fraction(1)]
+            if all(sum((q * values[i] for i, q in a.items()), Fraction(0)) >= 0 for a in self.disjuncts[k][1]):
+                self.out.verdict, self.out.x, self.out.y, self.out.disjunct = "sat", point, y, k
+                return True
+        return False
 
     def _attack(self, p: Disjunct, k: int, samples: int = 512, steps: int = 40) -> bool:
         """Random points, then finite-difference ascent of the least atom from the best few."""
@@ -257,15 +279,15 @@ class Search:
                     return True
         return False
 
-    def _prove(self, p: Disjunct, k: int) -> dict | None:
-        """The proof tree of disjunct k, depth first; None when a counterexample was found (``out``)
-        or a cell could be neither closed nor split (unknown)."""
-        root: dict = {}
+    def _expand(self, p: Disjunct, k: int, cells: list, wait: int | None = None) -> list | None:
+        """Close or split ``cells`` (``[(cube, tree node)]``, the node filled in place): depth first to
+        the end, or with ``wait``, breadth first until that many cells wait (returned); None when a
+        counterexample was found (``out``) or a cell could be neither closed nor split (unknown)."""
         width0 = np.array([float(hi - lo) for lo, hi in p.cube])
-        stack = [(list(p.cube), root)]
-        while stack:
+        stack = list(cells)
+        while stack and (wait is None or len(stack) < wait):
             self._tick()
-            cube, node = stack.pop()
+            cube, node = stack.pop() if wait is None else stack.pop(0)
             lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
             L, U = p.bounds(lo, hi)
             violated = [j for j, f in enumerate(p.atom_floats) if _interval(f, L, U)[1] < -MARGIN]
@@ -300,8 +322,9 @@ class Search:
             below, above = list(cube), list(cube)
             below[i], above[i] = (cube[i][0], c), (c, cube[i][1])
             node.update(split=i, at=format_rational(c), children=[{}, {}])
-            stack += [(above, node["children"][1]), (below, node["children"][0])]
-        return root
+            stack += [(above, node["children"][1]), (below, node["children"][0])] if wait is None else \
+                [(below, node["children"][0]), (above, node["children"][1])]
+        return stack
 
     @staticmethod
     def _branch(p: Disjunct, lo, hi, width0, solved) -> int:
@@ -314,6 +337,35 @@ class Search:
             if score.max() > 0:
                 return int(np.argmax(score))
         return int(np.argmax(width / np.where(width0 > 0, width0, 1)))
+
+
+SUBTREES = 4          # cells per worker waiting when the parallel search hands them out
+
+
+_WORKER: dict = {}
+
+
+def _subtree_task(task: tuple) -> Verdict:
+    """A worker's task: the proof of one cell of disjunct k (``trees``: its subtree), or what stopped it.
+    The node table is the disjunct's (built on its whole box, once per process), as the checker's is."""
+    model_json, disjunct, k, cube, seconds = task
+    key = hashlib.sha256(pickle.dumps((model_json, disjunct))).digest()
+    if key not in _WORKER:
+        _WORKER.clear()
+        search = Search(model_json, [disjunct])
+        _WORKER[key] = search, Disjunct(search.model, *disjunct)
+    search, problem = _WORKER[key]
+    search.deadline = None if seconds is None else time.monotonic() + seconds
+    search.out = Verdict("unknown")
+    try:
+        node: dict = {}
+        if search._expand(problem, 0, [(list(cube), node)]) is not None:
+            search.out.verdict, search.out.trees = "unsat", [node]
+    except Deadline:
+        search.out.verdict, search.out.reason = "timeout", "the search ran past --timeout"
+    if search.out.disjunct is not None:
+        search.out.disjunct = k
+    return search.out
 
 
 def _sparse(w: dict, n: int) -> dict:
@@ -339,10 +391,11 @@ def exact_disjuncts(prop) -> list:
                            ({n + m: a.c} if a.c else {}) for a in d.atoms]) for d in prop.disjuncts]
 
 
-def verify(model_json: dict, prop, seconds: float | None = None) -> Verdict:
-    """Decide ``prop`` (``importers.vnnlib.Property``) for the model; ``seconds``: the time limit."""
+def verify(model_json: dict, prop, seconds: float | None = None, executor=None) -> Verdict:
+    """Decide ``prop`` (``importers.vnnlib.Property``) for the model; ``seconds``: the time limit;
+    ``executor`` (``exactform.executor``): where the subtrees are proved."""
     deadline = None if seconds is None else time.monotonic() + seconds
-    return Search(model_json, exact_disjuncts(prop), deadline).run()
+    return Search(model_json, exact_disjuncts(prop), deadline).run(executor)
 
 
 def certificate(model_json: dict, prop, trees: list, sources: dict) -> dict:

@@ -1,0 +1,113 @@
+"""``exactform verify NET PROP.vnnlib [--cert C.json] [--counterexample CE.txt] [--timeout S] [--json]
+[--workers N]``: decide a VNN-LIB property of a network exactly (claim V1), as VNN-COMP prints it.
+
+``unsat`` (exit 0): no input of the property's set meets its output constraints, proved on every cell
+of a split of each input box by an exact Farkas witness (``--cert``: the certificate); ``sat`` (exit 1):
+an exact rational counterexample, re-evaluated exactly, printed as ``((X_0 q) … (Y_0 q))``;
+``timeout`` / ``unknown`` (exit 3): no answer, never a guess.  Bad input: one line, exit 2."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from ..executor import ExecutorError, add_executor_arguments, lost_work, make_executor
+
+
+def add_parser(sub):
+    p = sub.add_parser("verify", help="decide a VNN-LIB property exactly: unsat with a certificate, or sat with an "
+                       "exact counterexample")
+    p.add_argument("net", help="the network: exactform/maxout@1 or hardmax transformer@1 JSON, or .onnx/.nnet/.pt")
+    p.add_argument("property", help="the VNN-LIB file (the violation: sat when some input meets every assertion)")
+    p.add_argument("--cert", metavar="C.json", help="on unsat, write the V1 certificate")
+    p.add_argument("--counterexample", metavar="CE.txt", help="on sat, write the counterexample (VNN-COMP format)")
+    p.add_argument("--timeout", metavar="S", type=float, help="give up after S seconds: timeout, exit 3")
+    p.add_argument("--json", action="store_true", help="print one JSON object (rationals as strings)")
+    add_executor_arguments(p)
+    return p
+
+
+def counterexample_text(x: list, y: list) -> str:
+    """VNN-COMP's counterexample format, each value an exact decimal when it has one, else ``(/ p q)``."""
+    def text(q):
+        twos, fives, d = 0, 0, q.denominator
+        while d % 2 == 0:
+            d, twos = d // 2, twos + 1
+        while d % 5 == 0:
+            d, fives = d // 5, fives + 1
+        if d != 1:
+            return f"(/ {q.numerator} {q.denominator})" if q >= 0 else f"(- (/ {-q.numerator} {q.denominator}))"
+        digits = max(twos, fives)
+        body = str(abs(q.numerator) * 10 ** digits // q.denominator).rjust(digits + 1, "0")
+        return ("-" if q < 0 else "") + (f"{body[:-digits]}.{body[-digits:]}" if digits else body)
+    lines = [f"(X_{i} {text(v)})" for i, v in enumerate(x)] + [f"(Y_{j} {text(v)})" for j, v in enumerate(y)]
+    return "(" + "\n ".join(lines) + ")\n"
+
+
+def _network(path: str, prop):
+    """The model as JSON: a JSON model as read, a network imported on the property's bounding box."""
+    from ..formats import InputError
+    from ..importers import SUFFIXES, import_network
+    from ..models import load_model
+    if Path(path).suffix.lower() in SUFFIXES:
+        boxes = [d.box for d in prop.disjuncts]
+        hull = [(min(b[i][0] for b in boxes), max(b[i][1] for b in boxes)) for i in range(prop.inputs)]
+        return import_network(path, hull, domain_source=path, broadcast=False)
+    model = load_model(path)
+    if getattr(model, "attention", "hardmax") != "hardmax":
+        raise InputError(path, "attention", "softmax attention has no exact rational value; verify needs hardmax")
+    return model
+
+
+def run(args) -> int:
+    from ..check_verify import sha256_file
+    from ..files import output_file
+    from ..formats import InputError, write_json, write_text
+    from ..importers.vnnlib import read_property
+    from ..numbers import format_rational
+    from ..prove.verify import certificate, verify
+
+    start = time.perf_counter()
+    inputs = {Path(p).resolve() for p in (args.net, args.property)}
+    for option, path in (("--cert", args.cert), ("--counterexample", args.counterexample)):
+        if path is not None:
+            output_file(path, option)
+            if Path(path).resolve() in inputs:
+                raise InputError(option, "", f"{path} is an input of this command")
+    if args.timeout is not None and not 0 < args.timeout < 10 ** 7:
+        raise InputError("--timeout", "", "expected a positive number of seconds")
+    prop = read_property(args.property)
+    model = _network(args.net, prop)
+    if model.input_dim != prop.inputs:
+        raise InputError(args.property, "X", f"{prop.inputs} inputs, the network has {model.input_dim}")
+    if model.output_dim != prop.outputs:
+        raise InputError(args.property, "Y", f"{prop.outputs} outputs, the network has {model.output_dim}")
+    doc = model.to_json()
+    try:
+        with make_executor(args.workers, args.scheduler) as executor:
+            out = verify(doc, prop, args.timeout, executor)
+    except ExecutorError as e:
+        return lost_work("verify", e)
+    written, ce = None, None
+    if out.verdict == "unsat" and args.cert:
+        sources = {"net": {"file": Path(args.net).name, "sha256": sha256_file(args.net)},
+                   "property": {"file": Path(args.property).name, "sha256": sha256_file(args.property)}}
+        write_json(args.cert, certificate(doc, prop, out.trees, sources))
+        written = args.cert
+    if out.verdict == "sat":
+        ce = {"X": [format_rational(v) for v in out.x], "Y": [format_rational(v) for v in out.y]}
+        if args.counterexample:
+            write_text(args.counterexample, counterexample_text(out.x, out.y))
+    seconds = time.perf_counter() - start
+    if args.json:
+        print(json.dumps({"verdict": out.verdict, "seconds": round(seconds, 3), "certificate": written,
+                          "counterexample": ce, "leaves": out.leaves, "lps": out.lps, "reason": out.reason or None},
+                         sort_keys=True))
+    else:
+        print(out.verdict)
+        if out.verdict == "sat":
+            print(counterexample_text(out.x, out.y), end="")
+        detail = f"{out.leaves} leaves, {out.lps} LPs, {seconds:.2f} s" + (f"; {out.reason}" if out.reason else "")
+        print(f"; {detail}" + (f"; wrote {written}" if written else "") +
+              (f"; wrote {args.counterexample}" if ce and args.counterexample else ""))
+    return {"unsat": 0, "sat": 1}.get(out.verdict, 3)
