@@ -1,0 +1,239 @@
+"""``exactform verify`` (claim V1): the VNN-LIB grammar (accepted and refused forms), unsat and sat end
+to end with the certificate checked and the counterexample re-evaluated, forged certificates refused,
+and the verdicts against an exact enumeration of the linear regions of small random 2-D nets."""
+from __future__ import annotations
+
+import copy
+import json
+import random
+import subprocess
+import sys
+from fractions import Fraction
+
+import pytest
+
+from exactform.check_verify import check
+from exactform.checker import Refuted, load
+from exactform.formats import InputError, Reader
+from exactform.geometry.cells import Polygon
+from exactform.geometry.regions import cells_in_box
+from exactform.importers.vnnlib import read_property
+from exactform.models import MaxoutNet
+from exactform.prove.verify import exact_disjuncts, verify
+
+HEAD = "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
+BOX = "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n(assert (>= X_1 -1))\n(assert (<= X_1 1))\n"
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "exactform", *map(str, args)], capture_output=True, text=True)
+
+
+def random_net(seed: int, hidden: int = 6) -> dict:
+    """A 2-D ReLU net (two hidden layers) with small dyadic weights, as exactform/maxout@1 JSON."""
+    rng = random.Random(seed)
+
+    def q():
+        return str(Fraction(rng.randint(-20, 20), 8))
+
+    def layer(n_in, n_out):
+        return {"weight": [[[q() for _ in range(n_in)], ["0"] * n_in] for _ in range(n_out)],
+                "bias": [[q(), "0"] for _ in range(n_out)]}
+    return {"format": "exactform/maxout@1", "input_dim": 2, "domain": {"lower": ["-1", "-1"], "upper": ["1", "1"]},
+            "layers": [layer(2, hidden), layer(hidden, hidden)],
+            "readout": {"weight": [[q() for _ in range(hidden)] for _ in range(2)], "bias": [q(), q()]}}
+
+
+def write(tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    return tmp_path / name
+
+
+# --- the grammar -------------------------------------------------------------------------------------
+
+def test_grammar_disjunctions_linear_terms_exact_decimals(tmp_path):
+    text = HEAD + ("(assert (or (and (>= X_0 0.6) (<= X_0 0.679857769)) (and (>= X_0 -1e-1) (<= X_0 (- 0.01)))))\n"
+                   "(assert (<= X_1 (- 0.5)))\n(assert (>= X_1 -0.75))\n"
+                   "(assert (or (and (>= Y_0 Y_1) (>= Y_0 (+ Y_1 (* 2 X_0) 0.5))) (<= (- Y_1 Y_0) (* X_1 3))))\n")
+    prop = read_property(str(write(tmp_path, "p.vnnlib", text)))
+    assert (prop.inputs, prop.outputs, len(prop.disjuncts)) == (2, 2, 4)
+    first, _, third, fourth = prop.disjuncts
+    assert first.box == [(Fraction(3, 5), Fraction(679857769, 10 ** 9)), (Fraction(-3, 4), Fraction(-1, 2))]
+    assert third.box[0] == (Fraction(-1, 10), Fraction(-1, 100))
+    assert first.atoms[0] == ({}, {0: 1, 1: -1}, 0)                            # Y_0 − Y_1 ≥ 0
+    assert first.atoms[1] == ({0: -2}, {0: 1, 1: -1}, Fraction(-1, 2))         # Y_0 − Y_1 − 2 X_0 − 1/2 ≥ 0
+    assert fourth.atoms == [({1: 3}, {0: 1, 1: -1}, 0)]                         # 3 X_1 − (Y_1 − Y_0) ≥ 0
+
+
+@pytest.mark.parametrize("assertion, message", [
+    ("(assert (< Y_0 Y_1))", "line 9: expected (and ...), (or ...), (<= s t) or (>= s t)"),
+    ("(assert (>= (* Y_0 Y_1) 0))", "line 9: not linear"),
+    ("(assert (>= Y_2 0))", "line 9: Y_2 is not declared"),
+    ("(assert (>= Y_0 0.1.2))", "line 9: '0.1.2' is not a decimal number"),
+    ("(check-sat)", "line 9: only (declare-const X_i Real) and (assert ...)"),
+    ("(assert (>= Y_0 0)", "line 9: unbalanced '('"),
+    ("(assert (or (>= X_0 2) (>= Y_0 0)))", "X_0: empty: lower bound 2 exceeds upper bound 1"),
+    ("(assert (>= X_1 2))", "X_1: empty: lower bound 2 exceeds upper bound 1"),
+])
+def test_grammar_refusals_name_the_line(tmp_path, assertion, message):
+    path = write(tmp_path, "p.vnnlib", HEAD + BOX + assertion + "\n")
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        read_property(str(path))
+
+
+def test_grammar_every_disjunct_bounds_every_input(tmp_path):
+    text = HEAD + "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n(assert (>= X_1 0))\n(assert (or (<= X_1 1) (>= Y_0 0)))\n"
+    with pytest.raises(InputError, match="disjunct 1: X_1: needs both a lower and an upper bound"):
+        read_property(str(write(tmp_path, "p.vnnlib", text)))
+
+
+def test_cli_bad_input_is_one_line_exit_2(tmp_path):
+    net = write(tmp_path, "n.json", json.dumps(random_net(0)))
+    prop = write(tmp_path, "p.vnnlib", HEAD + BOX + "(assert (> Y_0 0))\n")
+    r = cli("verify", net, prop)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "p.vnnlib: line 9" in r.stderr
+    good = write(tmp_path, "q.vnnlib", HEAD + BOX + "(assert (>= Y_0 1000))\n")
+    r = cli("verify", net, good, "--cert", good)
+    assert r.returncode == 2 and "is an input of this command" in r.stderr
+    three = write(tmp_path, "r.vnnlib", HEAD.replace("(declare-const Y_1 Real)\n", "") + BOX + "(assert (>= Y_0 0))\n")
+    r = cli("verify", net, three)
+    assert r.returncode == 2 and "1 outputs, the network has 2" in r.stderr
+
+
+# --- end to end ----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def proved(tmp_path_factory):
+    """An unsat instance: the certificate written by the CLI, with its net and property files."""
+    tmp = tmp_path_factory.mktemp("v1")
+    net = write(tmp, "n.json", json.dumps(random_net(1)))
+    prop = write(tmp, "p.vnnlib", HEAD + BOX + "(assert (>= Y_0 (+ Y_1 8)))\n")
+    r = cli("verify", net, prop, "--cert", tmp / "c.json", "--json")
+    out = json.loads(r.stdout)
+    assert r.returncode == 0 and out["verdict"] == "unsat" and out["certificate"] == str(tmp / "c.json")
+    return net, prop, tmp / "c.json"
+
+
+def test_unsat_end_to_end_certificate_checked(proved):
+    net, prop, cert = proved
+    doc = load(cert)
+    assert "the property holds (unsat)" in check(doc, "c", net, prop)
+    assert len(json.dumps(doc["claims"][0]["evidence"]["trees"])) > 20           # a real tree with witnesses
+
+
+def test_sat_end_to_end_counterexample_exact(tmp_path):
+    net = write(tmp_path, "n.json", json.dumps(random_net(1)))
+    prop = write(tmp_path, "p.vnnlib", HEAD + BOX + "(assert (>= Y_0 (+ Y_1 5)))\n")
+    r = cli("verify", net, prop, "--counterexample", tmp_path / "ce.txt", "--json")
+    out = json.loads(r.stdout)
+    assert r.returncode == 1 and out["verdict"] == "sat" and out["certificate"] is None
+    x = [Fraction(v) for v in out["counterexample"]["X"]]
+    y = MaxoutNet.from_json(Reader(random_net(1)))(x)
+    assert [Fraction(v) for v in out["counterexample"]["Y"]] == list(y)
+    assert all(-1 <= v <= 1 for v in x) and y[0] >= y[1] + 5
+    text = (tmp_path / "ce.txt").read_text()
+    assert text.startswith("((X_0 ") and "(Y_1 " in text and text.rstrip().endswith("))")
+    r = cli("verify", net, prop)
+    assert r.returncode == 1 and r.stdout.splitlines()[0] == "sat"
+
+
+def test_timeout_is_exit_3_never_a_guess(tmp_path):
+    net = write(tmp_path, "n.json", json.dumps(random_net(2, hidden=12)))
+    prop = write(tmp_path, "p.vnnlib", HEAD + BOX + "(assert (>= Y_0 (+ Y_1 1000)))\n")
+    r = cli("verify", net, prop, "--timeout", "0.001", "--json")
+    assert r.returncode == 3 and json.loads(r.stdout)["verdict"] == "timeout"
+
+
+# --- forged certificates --------------------------------------------------------------------------------
+
+def _leaves(tree):
+    return [tree] if "witness" in tree else [leaf for c in tree["children"] for leaf in _leaves(c)]
+
+
+def _forged(cert, change):
+    doc = copy.deepcopy(load(cert))
+    change(doc)
+    return doc
+
+
+def _first_split(tree):
+    return tree if "split" in tree else None
+
+
+@pytest.mark.parametrize("name, change", [
+    ("witness", lambda d: _leaves(d["claims"][0]["evidence"]["trees"][0])[-1]["witness"]["value"].__setitem__(
+        -1, str(Fraction(_leaves(d["claims"][0]["evidence"]["trees"][0])[-1]["witness"]["value"][-1]) * 2))),
+    ("weight", lambda d: d["models"]["net"]["readout"]["bias"].__setitem__(0, "3")),
+    ("dropped leaf", lambda d: d["claims"][0]["evidence"]["trees"].__setitem__(
+        0, d["claims"][0]["evidence"]["trees"][0]["children"][0])),
+    ("property", lambda d: d["claims"][0]["evidence"]["property"]["disjuncts"][0]["atoms"][0]["value"].__setitem__(
+        -1, "-7")),
+])
+def test_forged_certificates_rejected(proved, name, change):
+    net, prop, cert = proved
+    doc = _forged(cert, change)
+    with pytest.raises((Refuted, ValueError)):
+        check(doc, name)
+
+
+def test_certificate_bound_to_its_files(proved, tmp_path):
+    net, prop, cert = proved
+    other = write(tmp_path, "other.vnnlib", prop.read_text() + "; another file\n")
+    with pytest.raises(Refuted, match="another property file"):
+        check(load(cert), "c", net, other)
+    with pytest.raises(Refuted, match="another net file"):
+        check(load(cert), "c", prop, prop)
+
+
+def test_split_outside_the_cell_rejected(proved):
+    net, prop, cert = proved
+    doc = load(cert)
+    tree = doc["claims"][0]["evidence"]["trees"][0]
+    assert "split" in tree
+    tree["at"] = "5"
+    with pytest.raises(Refuted, match="outside the cell"):
+        check(doc, "c")
+
+
+# --- against exact enumeration --------------------------------------------------------------------------
+
+def _truth(net_json: dict, disjunct) -> bool:
+    """Whether some x of the box meets every atom: on every linear region (exact polygons), the
+    atoms are affine; clip the polygon by each."""
+    from exactform.models import Box
+    box, atoms = disjunct
+    model = MaxoutNet.from_json(Reader(net_json))
+    for piece in cells_in_box(model, Box([lo for lo, _ in box], [hi for _, hi in box]), "polygon"):
+        poly = piece.cell
+        for a in atoms:
+            g = [a.get(0, 0), a.get(1, 0), a.get(4, 0)]
+            for j in range(2):
+                for k in range(3):
+                    g[k] += a.get(2 + j, 0) * Fraction(int(piece.output[j][k].p), int(piece.output[j][k].q))
+            poly = poly.clip(tuple(_q(v) for v in g))
+            if not poly.vertices:
+                break
+        if poly.vertices:
+            return True
+    return False
+
+
+def _q(v):
+    import flint
+    return flint.fmpq(v.numerator, v.denominator)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_verdicts_agree_with_exact_region_enumeration(tmp_path, seed):
+    net = random_net(100 + seed, hidden=5)
+    rng = random.Random(seed)
+    for threshold in (Fraction(rng.randint(-8, 16), 2), Fraction(rng.randint(0, 12), 2)):
+        text = HEAD + BOX + f"(assert (>= (- Y_0 Y_1) {float(threshold)}))\n(assert (<= (+ X_0 X_1) 0.5))\n"
+        prop = read_property(str(write(tmp_path, "p.vnnlib", text)))
+        out = verify(net, prop, 60)
+        assert out.verdict in ("sat", "unsat")
+        assert (out.verdict == "sat") == _truth(net, exact_disjuncts(prop)[0]), (seed, threshold)
+        if out.verdict == "unsat":
+            from exactform.prove.verify import certificate
+            sources = {k: {"file": k, "sha256": "0" * 64} for k in ("net", "property")}
+            check(json.loads(json.dumps(certificate(net, prop, out.trees, sources))), "c")
