@@ -15,11 +15,10 @@ import pytest
 from exactform.check_verify import check
 from exactform.checker import Refuted, load
 from exactform.formats import InputError, Reader
-from exactform.geometry.cells import Polygon
 from exactform.geometry.regions import cells_in_box
 from exactform.importers.vnnlib import read_property
 from exactform.models import MaxoutNet
-from exactform.prove.verify import exact_disjuncts, verify
+from exactform.prove.verify import verify
 
 HEAD = "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
 BOX = "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n(assert (>= X_1 -1))\n(assert (<= X_1 1))\n"
@@ -68,6 +67,7 @@ def test_grammar_disjunctions_linear_terms_exact_decimals(tmp_path):
 @pytest.mark.parametrize("assertion, message", [
     ("(assert (< Y_0 Y_1))", "line 9: expected (and ...), (or ...), (<= s t) or (>= s t)"),
     ("(assert (>= (* Y_0 Y_1) 0))", "line 9: not linear"),
+    ("(assert (>= (/ Y_0 0) 0))", "line 9: not linear"),
     ("(assert (>= Y_2 0))", "line 9: Y_2 is not declared"),
     ("(assert (>= Y_0 0.1.2))", "line 9: '0.1.2' is not a decimal number"),
     ("(check-sat)", "line 9: only (declare-const X_i Real) and (assert ...)"),
@@ -197,43 +197,39 @@ def test_split_outside_the_cell_rejected(proved):
 
 # --- against exact enumeration --------------------------------------------------------------------------
 
-def _truth(net_json: dict, disjunct) -> bool:
-    """Whether some x of the box meets every atom: on every linear region (exact polygons), the
-    atoms are affine; clip the polygon by each."""
-    from exactform.models import Box
-    box, atoms = disjunct
-    model = MaxoutNet.from_json(Reader(net_json))
-    for piece in cells_in_box(model, Box([lo for lo, _ in box], [hi for _, hi in box]), "polygon"):
-        poly = piece.cell
-        for a in atoms:
-            g = [a.get(0, 0), a.get(1, 0), a.get(4, 0)]
-            for j in range(2):
-                for k in range(3):
-                    g[k] += a.get(2 + j, 0) * Fraction(int(piece.output[j][k].p), int(piece.output[j][k].q))
-            poly = poly.clip(tuple(_q(v) for v in g))
-            if not poly.vertices:
-                break
-        if poly.vertices:
-            return True
-    return False
-
-
-def _q(v):
+def _maximum(net_json: dict, box: list, extra: tuple) -> Fraction:
+    """The exact max of Y_0 − Y_1 over the box cut by ``extra`` (a half-plane a x + b y + c ≥ 0): on
+    every linear region (exact polygons, ``cells_in_box``) the map is affine, so its max over the
+    clipped polygon is at a vertex."""
     import flint
-    return flint.fmpq(v.numerator, v.denominator)
+    from exactform.models import Box
+    model = MaxoutNet.from_json(Reader(net_json))
+    best = None
+    for piece in cells_in_box(model, Box([lo for lo, _ in box], [hi for _, hi in box]), "polygon"):
+        poly = piece.cell.clip(tuple(flint.fmpq(v.numerator, v.denominator) for v in extra))
+        (a0, b0, c0), (a1, b1, c1) = piece.output
+        for x, y in poly.vertices:
+            v = (a0 - a1) * x + (b0 - b1) * y + c0 - c1
+            best = v if best is None or v > best else best
+    return Fraction(int(best.p), int(best.q))
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_verdicts_agree_with_exact_region_enumeration(tmp_path, seed):
+    """Thresholds just below and just above the exact maximum: sat, then unsat (certificate checked)."""
+    from exactform.prove.verify import certificate
     net = random_net(100 + seed, hidden=5)
-    rng = random.Random(seed)
-    for threshold in (Fraction(rng.randint(-8, 16), 2), Fraction(rng.randint(0, 12), 2)):
-        text = HEAD + BOX + f"(assert (>= (- Y_0 Y_1) {float(threshold)}))\n(assert (<= (+ X_0 X_1) 0.5))\n"
+    top = _maximum(net, [(-1, 1), (-1, 1)], (Fraction(-1), Fraction(-1), Fraction(1, 2)))
+    for delta, truth in ((Fraction(-1, 16), "sat"), (Fraction(-1, 1000), "sat"), (Fraction(1, 1000), "unsat"),
+                         (Fraction(1, 16), "unsat")):
+        t = top + delta
+        text = HEAD + BOX + f"(assert (>= (- Y_0 Y_1) (/ {t.numerator} {t.denominator})))\n(assert (<= (+ X_0 X_1) 0.5))\n"
         prop = read_property(str(write(tmp_path, "p.vnnlib", text)))
         out = verify(net, prop, 60)
-        assert out.verdict in ("sat", "unsat")
-        assert (out.verdict == "sat") == _truth(net, exact_disjuncts(prop)[0]), (seed, threshold)
-        if out.verdict == "unsat":
-            from exactform.prove.verify import certificate
+        assert out.verdict == truth, (seed, delta)
+        if truth == "sat":
+            y = MaxoutNet.from_json(Reader(net))(out.x)
+            assert y[0] - y[1] >= t and out.x[0] + out.x[1] <= Fraction(1, 2)
+        else:
             sources = {k: {"file": k, "sha256": "0" * 64} for k in ("net", "property")}
             check(json.loads(json.dumps(certificate(net, prop, out.trees, sources))), "c")

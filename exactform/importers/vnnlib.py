@@ -7,7 +7,7 @@ outputs ``Y_i`` alone are counted and skipped; anything else is an ``InputError`
 ``read_property``: the VNN-COMP grammar, for ``verify``.  The file states the *violation*: the
 property fails exactly when some x satisfies every assertion.  Assertions are formulas built with
 ``and`` / ``or`` from atoms ``(<= s t)`` / ``(>= s t)`` over linear terms (numbers, ``X_i``, ``Y_j``,
-``+``, ``-``, ``*`` by a number); the conjunction of all of them is expanded into disjunctive
+``+``, ``-``, ``*`` by a number, ``/`` by a non-zero number); the conjunction of all of them is expanded into disjunctive
 normal form, a list of ``Disjunct`` (at most ``MAX_DISJUNCTS``).  In each disjunct the atoms on one
 input alone are that input's bounds (every input needs both), the rest are kept as rows
 ``Σ a_i X_i + Σ b_j Y_j + c ≥ 0``.  Several bounds on one input intersect.
@@ -142,8 +142,12 @@ def _linear(expr, path: str, where: str, declared: dict) -> dict:
         if int(m.group(2)) not in declared[m.group(1)]:
             raise InputError(path, where, f"{expr} is not declared before use")
         return {expr: Fraction(1)}
-    if isinstance(expr, list) and len(expr) >= 2 and expr[0] in ("+", "-", "*"):
+    if isinstance(expr, list) and len(expr) >= 2 and expr[0] in ("+", "-", "*", "/"):
         terms = [_linear(e, path, where, declared) for e in expr[1:]]
+        if expr[0] == "/":
+            if len(terms) != 2 or not set(terms[1]) <= {""} or not terms[1].get(""):
+                raise InputError(path, where, f"not linear: {_show(expr)} (a quotient needs a non-zero number as divisor)")
+            return {k: v / terms[1][""] for k, v in terms[0].items()}
         if expr[0] == "*":
             if len(terms) != 2 or not (set(terms[0]) <= {""} or set(terms[1]) <= {""}):
                 raise InputError(path, where, f"not linear: {_show(expr)} (a product needs a number as one factor)")

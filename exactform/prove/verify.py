@@ -328,15 +328,17 @@ class Search:
 
     @staticmethod
     def _branch(p: Disjunct, lo, hi, width0, solved) -> int:
-        """The coordinate to split: the box rows' dual multipliers times the cell's width (how much
-        the relaxation's optimum rests on that side of the box), else the relatively widest."""
+        """The coordinate to split: among those at least a quarter as wide (relative to the box) as the
+        widest, the one whose box rows carry the most dual weight times its width (how much the
+        relaxation's optimum rests on that side of the box); else the relatively widest."""
         width = hi - lo
+        relative = width / np.where(width0 > 0, width0, 1)
         if solved is not None:
             w = solved[1]
-            score = (w[0:2 * p.d:2] + w[1:2 * p.d:2]) * width
+            score = (w[0:2 * p.d:2] + w[1:2 * p.d:2]) * width * (relative >= relative.max() / 4)
             if score.max() > 0:
                 return int(np.argmax(score))
-        return int(np.argmax(width / np.where(width0 > 0, width0, 1)))
+        return int(np.argmax(relative))
 
 
 SUBTREES = 4          # cells per worker waiting when the parallel search hands them out
