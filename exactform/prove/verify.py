@@ -7,16 +7,17 @@ points, then finite-difference ascent of the least atom's value); then it splits
 coordinate hyperplanes, depth first.  On a cell it bounds every node of the network by intervals
 and solves the leaf's linear relaxation (``check_verify.LeafRows``: the rows the checker writes)
 with HiGHS, as ``min t`` over ``g(v) + t ≥ 0``: when ``t* > 0`` the LP's dual multipliers are a
-Farkas witness of infeasibility in floating point.  They are made exact here — rationalised, the
-gradient left by rounding cancelled with the variables' bound rows (each variable has a lower and
-an upper bound row, so the residual is removed exactly), then checked with ``fractions`` by the
-checker's own ``implied`` — and the leaf is closed only then; a witness that fails exactly splits
-the cell again.  A point the LP or the sampling proposes is a counterexample only once the exact
+Farkas witness of infeasibility in floating point.  They are made exact here — rounded to dyadic
+rationals, the gradient left by rounding cancelled with the variables' bound rows (each variable has
+a lower and an upper bound row, so the residual is removed exactly), the combination's constant
+computed with ``fractions`` by the checker's own ``farkas_sum`` — and the leaf is closed only when
+it is negative; a witness that fails exactly splits the cell again.  A point the LP or the sampling proposes is a counterexample only once the exact
 model (``exactform.models``) puts it in the box and makes every atom true.
 """
 from __future__ import annotations
 
 import hashlib
+import math
 import pickle
 import time
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
 
 from ..check_equiv import Forms, outputs, read_model
-from ..check_verify import CLAIM, KIND, atom_form, implied, LeafRows, statement
+from ..check_verify import CLAIM, KIND, LeafRows, atom_form, farkas_sum, statement
 from ..checker import FORMAT, ONE
 from ..numbers import format_rational
 
@@ -154,21 +155,25 @@ class Disjunct:
 
     # --- exact: the witness --------------------------------------------------------------------
     def witness(self, cube: list, multipliers) -> dict | None:
-        """An exact Farkas witness of the leaf's rows from float multipliers (``{row: q}``), or None."""
+        """An exact Farkas witness of the leaf's rows from float multipliers (``{row: q}``), or None.
+        The multipliers are rounded to a common dyadic denominator, ``Σ w_i g_i`` is computed exactly,
+        its gradient cancelled by the variables' bound rows (one row per variable, so the repaired sum
+        is a constant), and the witness kept when that constant is negative (``check_verify.infeasible``'s
+        test, computed once)."""
         rows = LeafRows(self.F, cube, self.forms)
-        top = max(multipliers.max(), 1e-300)
-        w = {i: Fraction(float(q)) for i in np.flatnonzero(multipliers > top * 1e-12).tolist() for q in [multipliers[i]]}
-        residual: dict = {}
-        for i, q in w.items():
-            for k, a in rows[i][0].items():
-                if k != ONE:
-                    residual[k] = residual.get(k, 0) + q * a
-        for k, a in residual.items():          # cancel the rounding with the variable's bound rows
-            if a:
-                r = (2 * k if k < self.d else self.base[k - self.d]) + (a > 0)
-                w[r] = w.get(r, 0) + abs(a)
-        w = {i: q for i, q in w.items() if q}
-        return w if implied(rows, {}, True, w) else None
+        top = float(multipliers.max())
+        if not top > 0:
+            return None
+        scale = 2 ** (40 - math.frexp(top)[1])
+        w = {i: Fraction(n, scale) for i in np.flatnonzero(multipliers > top * 1e-12).tolist()
+             if (n := round(float(multipliers[i]) * scale)) > 0}
+        total = farkas_sum(rows, w)
+        constant = total.pop(ONE, Fraction(0))
+        for k, a in total.items():             # cancel the rounding with the variable's bound rows
+            r = (2 * k if k < self.d else self.base[k - self.d]) + (a > 0)
+            w[r] = w.get(r, 0) + abs(a)
+            constant += abs(a) * rows[r][0].get(ONE, 0)
+        return w if constant < 0 else None
 
 
 def _floats(form: dict) -> tuple:
