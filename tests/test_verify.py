@@ -167,7 +167,7 @@ def _first_split(tree):
     ("dropped leaf", lambda d: d["claims"][0]["evidence"]["trees"].__setitem__(
         0, d["claims"][0]["evidence"]["trees"][0]["children"][0])),
     ("property", lambda d: d["claims"][0]["evidence"]["property"]["disjuncts"][0]["atoms"][0]["value"].__setitem__(
-        -1, "-7")),
+        -1, "100")),
 ])
 def test_forged_certificates_rejected(proved, name, change):
     net, prop, cert = proved

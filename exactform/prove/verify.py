@@ -29,7 +29,7 @@ from scipy.sparse import csr_matrix
 
 from ..check_equiv import Forms, outputs, read_model
 from ..check_verify import CLAIM, KIND, LeafRows, atom_form, farkas_sum, statement
-from ..checker import FORMAT, ONE
+from ..checker import FORMAT, ONE, combine
 from ..numbers import format_rational
 
 MARGIN = 1e-9          # an LP optimum t* below this is not worth an exact attempt
@@ -74,6 +74,8 @@ class Disjunct:
             self.pieces.append((kind, [_floats(p) for p in parts]))
             self.base.append(row)
             row += 2 + (len(data) + (len(data) == 2) if kind == "max" else 0)
+        self.gaps = {k: _floats(combine([(1, dict(data[0])), (-1, dict(data[1]))]))
+                     for k, (kind, data) in enumerate(F.nodes) if kind == "max" and len(data) == 2}
         self.atoms_at = row
         self.rows = row + len(self.forms)
         self.atom_floats = [_floats(f) for f in self.forms]
@@ -101,19 +103,62 @@ class Disjunct:
             return np.zeros(X.shape[0])
         return np.stack([V[:, i] @ a + c for i, a, c in self.atom_floats], axis=1).min(axis=1)
 
-    def bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+        """``check_verify.node_bounds`` in floating point (no outward rounding: a guide only)."""
+        d = self.d
+        n = d + self.N
+        LO, UP = np.zeros((n, d + 1)), np.zeros((n, d + 1))
+        LO[:d, :d] = UP[:d, :d] = np.eye(d)
         L, U = np.concatenate([lo, np.zeros(self.N)]), np.concatenate([hi, np.zeros(self.N)])
+        gaps = {}
+
+        def side(part, up):
+            i, a, c = part
+            pos, neg = np.where(a > 0, a, 0), np.where(a > 0, 0, a)
+            f = pos @ UP[i] + neg @ LO[i] if up else pos @ LO[i] + neg @ UP[i]
+            f[d] += c
+            return f
+
+        def extreme(f, up):
+            return float(f[:d] @ np.where((f[:d] > 0) == up, hi, lo) + f[d])
         for k, (kind, parts) in enumerate(self.pieces):
-            ivs = [_interval(p, L, U) for p in (parts if kind == "max" else parts[len(parts) // 2:])]
-            L[self.d + k] = max(a for a, _ in ivs) if kind == "max" else min(a for a, _ in ivs)
-            U[self.d + k] = max(b for _, b in ivs)
-        return L, U
+            z = d + k
+            values = parts if kind == "max" else parts[len(parts) // 2:]
+            sides = [(side(p, False), side(p, True)) for p in values]
+            ivs = [(extreme(a, False), extreme(b, True)) for a, b in sides]
+            if kind != "max":
+                L[z], U[z] = min(a for a, _ in ivs), max(b for _, b in ivs)
+                LO[z, d], UP[z, d] = L[z], U[z]
+                continue
+            j = max(range(len(values)), key=lambda i: ivs[i][0] + ivs[i][1])
+            below, above = sides[j][0], None
+            if len(values) == 2:
+                gs = (side(self.gaps[k], False), side(self.gaps[k], True))
+                gl = max(extreme(gs[0], False), ivs[0][0] - ivs[1][1])
+                gu = min(extreme(gs[1], True), ivs[0][1] - ivs[1][0])
+                gaps[k] = (gl, gu)
+                if gl >= 0 or gu <= 0:
+                    below, above = sides[0 if gl >= 0 else 1]
+                else:
+                    b = 0 if ivs[0][1] - ivs[0][0] <= ivs[1][1] - ivs[1][0] else 1
+                    hl, hu, h = (-gu, -gl, -gs[0]) if b == 0 else (gl, gu, gs[1])
+                    s = hu / (hu - hl)
+                    above = sides[b][1] + s * h
+                    above[d] += max(-s * hl, hu - s * hu)
+            L[z] = max(max(a for a, _ in ivs), extreme(below, False))
+            U[z] = max(b for _, b in ivs) if above is None else min(max(b for _, b in ivs), extreme(above, True))
+            LO[z] = below
+            if above is None:
+                UP[z, d] = U[z]
+            else:
+                UP[z] = above
+        return L, U, gaps
 
     def lp(self, lo: np.ndarray, hi: np.ndarray):
         """``(t*, multipliers, x*)`` of the leaf relaxation over the box [lo, hi] (floats; the rows in
         ``LeafRows``' order), or None when HiGHS fails; and the float bounds."""
         d, n = self.d, self.d + self.N
-        L, U = self.bounds(lo, hi)
+        L, U, gaps = self.bounds(lo, hi)
         rows, cols, vals, const = [], [], [], np.zeros(self.rows)
 
         def add(r, idx, coef, c):
@@ -134,7 +179,7 @@ class Disjunct:
                 add(b + 2 + j, [z, *i], [1.0, *(-a)], -c)
             if len(parts) == 2:
                 (ip, ap, cp), (iq, aq, cq) = parts
-                gl, gu = _interval((np.concatenate([ip, iq]), np.concatenate([ap, -aq]), cp - cq), L, U)
+                gl, gu = gaps[k]
                 if gl >= 0 or gu <= 0:
                     i, a, c = parts[0] if gl >= 0 else parts[1]
                     add(b + 4, [z, *i], [-1.0, *a], c)
@@ -148,7 +193,7 @@ class Disjunct:
         A = csr_matrix((-np.array(vals + [-1.0] * len(self.forms)), (rows, cols)), shape=(self.rows, n + 1))
         c = np.zeros(n + 1)
         c[-1] = -1.0
-        res = linprog(c, A_ub=A, b_ub=const, bounds=[(None, None)] * n + [(None, 1.0)], method="highs")
+        res = linprog(c, A_ub=A, b_ub=const, bounds=[(None, None)] * (n + 1), method="highs")
         if res.status != 0:
             return None, (L, U)
         return (res.fun, -res.ineqlin.marginals, res.x[:d]), (L, U)
@@ -294,7 +339,7 @@ class Search:
             self._tick()
             cube, node = stack.pop() if wait is None else stack.pop(0)
             lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
-            L, U = p.bounds(lo, hi)
+            L, U, _ = p.bounds(lo, hi)
             violated = [j for j, f in enumerate(p.atom_floats) if _interval(f, L, U)[1] < -MARGIN]
             if violated:                       # one atom is false on the whole cell: its row and the bounds
                 mult = np.zeros(p.rows)
