@@ -1,6 +1,6 @@
 """Claim V1 — a network satisfies a VNN-LIB property (the property's violation is impossible) —
 checked with ``fractions`` only (standard library, the strict reader of ``exactform.checker`` and the
-node table of ``exactform.check_equiv``).  Specified in docs/spec.md §7.
+node table of ``exactform.check_equiv``).  Specified in docs/spec.md §8.
 
 The property, as read, is a list of disjuncts: an input box and linear atoms ``a ≥ 0`` over the
 inputs X and outputs Y.  For each disjunct the certificate gives a tree splitting the box at
@@ -48,7 +48,8 @@ def outward(q: Fraction, up: bool) -> Fraction:
 def _linear(terms: list, d: int) -> tuple:
     """Σ a·f over ``terms = [(a, f)]`` for affine functions f = (denominator, [d + 1 numerators]) of x
     (the last numerator the constant), summed over one common denominator."""
-    D = math.lcm(*(a.denominator * f[0] for a, f in terms)) if terms else 1
+    dens = [a.denominator * f[0] for a, f in terms]
+    D = max(dens, default=1) if all(n & (n - 1) == 0 for n in dens) else math.lcm(*dens)     # dyadic: the largest
     nums = [0] * (d + 1)
     for a, (den, fn) in terms:
         m = a.numerator * (D // (a.denominator * den))
@@ -125,7 +126,7 @@ def node_bounds(F: Forms, cube: list) -> tuple[list, dict]:
 
 
 class LeafRows:
-    """The rows ``(g, "ge")`` of a leaf, in the order of docs/spec.md §7, each built when first read: the
+    """The rows ``(g, "ge")`` of a leaf, in the order of docs/spec.md §8, each built when first read: the
     box (x_i − l_i, u_i − x_i), then per node z_k: z_k − L_k, U_k − z_k, and for a max node z_k − p for
     each piece p and, with two pieces p, q (g = p − q in [gl, gu]), p − z_k if gl ≥ 0, else q − z_k if
     gu ≤ 0, else the chord q + gu (g − gl) / (gu − gl) − z_k; then the atoms."""
