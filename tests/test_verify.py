@@ -12,8 +12,8 @@ from fractions import Fraction
 
 import pytest
 
-from exactform.check_verify import check
-from exactform.checker import Refuted, load
+from exactform.checker.verify_cert import check
+from exactform.checker.reader import Refuted, load
 from exactform.formats import InputError, Reader
 from exactform.geometry.regions import cells_in_box
 from exactform.importers.vnnlib import read_property
@@ -119,6 +119,15 @@ def test_unsat_end_to_end_certificate_checked(proved):
     doc = load(cert)
     assert "the property holds (unsat)" in check(doc, "c", net, prop)
     assert len(json.dumps(doc["claims"][0]["evidence"]["trees"])) > 20           # a real tree with witnesses
+
+
+def test_check_command_binds_net_and_property(proved, tmp_path):
+    net, prop, cert = proved
+    r = cli("check", cert, "--net", net, "--property", prop)
+    assert r.returncode == 0 and "V1 holds" in r.stdout, r.stderr
+    other = write(tmp_path, "other.vnnlib", prop.read_text().replace("8)", "9)"))
+    r = cli("check", cert, "--net", net, "--property", other)
+    assert r.returncode == 1 and "another property file" in r.stdout
 
 
 def test_sat_end_to_end_counterexample_exact(tmp_path):

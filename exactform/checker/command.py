@@ -6,7 +6,8 @@ import sys
 
 from .reader import Malformed, Refuted, Result, load
 
-BINDING = {"equality": ("maxout", "transformer"), "softmax": ("maxout", "transformer"), "equivalence": ("a", "b")}
+BINDING = {"equality": ("maxout", "transformer"), "softmax": ("maxout", "transformer"), "equivalence": ("a", "b"),
+           "verification": ("net", "property")}
 
 def check_file(path, smt: bool = False, **bound) -> Result:
     """The verdict on one certificate; ``bound``: {role: model file} for the roles its kind names
@@ -25,6 +26,10 @@ def check_file(path, smt: bool = False, **bound) -> Result:
             from .equiv import check
             claim = "E1"
             return Result(0, [(claim, True, known := check(doc, str(path), bound.get("a"), bound.get("b")))], known)
+        if kind == "verification":
+            from .verify_cert import check
+            claim = "V1"
+            return Result(0, [(claim, True, known := check(doc, str(path), bound.get("net"), bound.get("property")))], known)
         from .walk import verify
         return verify(doc, f"{path}: ", bound.get("maxout"), bound.get("transformer"), smt)
     except (Malformed, ValueError) as e:
@@ -36,7 +41,9 @@ def add_parser(sub):
     p = sub.add_parser("check", help="re-verify certificates with the independent standard-library checker")
     p.add_argument("certificates", nargs="+", help="certificate files, or folders of *cert*.json(.gz) files")
     for role, what in (("maxout", "the embedded Maxout net"), ("transformer", "the embedded Transformer"),
-                       ("a", "model A of an E1 certificate"), ("b", "model B of an E1 certificate")):
+                       ("a", "model A of an E1 certificate"), ("b", "model B of an E1 certificate"),
+                       ("net", "the network file of a V1 certificate (SHA-256)"),
+                       ("property", "the VNN-LIB file of a V1 certificate (SHA-256)")):
         p.add_argument(f"--{role}", metavar="FILE", help=f"bind: {what} must be this file's")
     p.add_argument("--smt", action="store_true", help="also prove the obligations with Z3, queries built from the models")
     p.add_argument("-v", "--verbose", action="store_true", help="print every claim's statement")
@@ -46,13 +53,13 @@ def add_parser(sub):
 
 def run(args) -> int:
     """One line per certificate as it is checked, its failures, what is known; outputs checked first."""
-    bound = {r: getattr(args, r) for r in ("maxout", "transformer", "a", "b") if getattr(args, r) is not None}
+    bound = {r: getattr(args, r) for r in ("maxout", "transformer", "a", "b", "net", "property") if getattr(args, r) is not None}
     try:
         files = [f for p in args.certificates for f in (sorted(os.path.join(p, n) for n in os.listdir(p) if "cert" in n
                                                                 and n.endswith((".json", ".json.gz"))) if os.path.isdir(p) else [p])]
         if not files or (len(files) > 1 and bound):
             raise Malformed(f"{' '.join(args.certificates)}: " + ("no certificate files" if not files else
-                            "--maxout/--transformer/--a/--b bind exactly one certificate"))
+                            "--maxout/--transformer/--a/--b/--net/--property bind exactly one certificate"))
         if args.junit is not None:
             from .report import writable
             writable(args.junit, files + list(bound.values()))

@@ -60,7 +60,7 @@ def _network(path: str, prop):
 
 
 def run(args) -> int:
-    from ..check_verify import sha256_file
+    from ..checker.verify_cert import sha256_file
     from ..files import output_file
     from ..formats import InputError, write_json, write_text
     from ..importers.vnnlib import read_property

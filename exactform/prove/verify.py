@@ -5,7 +5,7 @@ The search runs in floating point and decides nothing.  Per disjunct of the prop
 and linear atoms over X and Y, ``importers.vnnlib``) it first looks for a violating point (random
 points, then finite-difference ascent of the least atom's value); then it splits the box at
 coordinate hyperplanes, depth first.  On a cell it bounds every node of the network by intervals
-and solves the leaf's linear relaxation (``check_verify.LeafRows``: the rows the checker writes)
+and solves the leaf's linear relaxation (``verify_cert.LeafRows``: the rows the checker writes)
 with HiGHS, as ``min t`` over ``g(v) + t ≥ 0``: when ``t* > 0`` the LP's dual multipliers are a
 Farkas witness of infeasibility in floating point.  They are made exact here — rounded to dyadic
 rationals, the gradient left by rounding cancelled with the variables' bound rows (each variable has
@@ -27,9 +27,9 @@ import numpy as np
 from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
 
-from ..check_equiv import Forms, outputs, read_model
-from ..check_verify import CLAIM, KIND, LeafRows, atom_form, farkas_sum, statement
-from ..checker import FORMAT, ONE, combine
+from ..checker.equiv import Forms, outputs, read_model
+from ..checker.verify_cert import CLAIM, KIND, LeafRows, atom_form, farkas_sum, statement
+from ..checker.reader import FORMAT, ONE, combine
 from ..numbers import format_rational
 
 MARGIN = 1e-9          # an LP optimum t* below this is not worth an exact attempt
@@ -104,7 +104,7 @@ class Disjunct:
         return np.stack([V[:, i] @ a + c for i, a, c in self.atom_floats], axis=1).min(axis=1)
 
     def bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
-        """``check_verify.node_bounds`` in floating point (no outward rounding: a guide only)."""
+        """``verify_cert.node_bounds`` in floating point (no outward rounding: a guide only)."""
         d = self.d
         n = d + self.N
         LO, UP = np.zeros((n, d + 1)), np.zeros((n, d + 1))
@@ -203,7 +203,7 @@ class Disjunct:
         """An exact Farkas witness of the leaf's rows from float multipliers (``{row: q}``), or None.
         The multipliers are rounded to a common dyadic denominator, ``Σ w_i g_i`` is computed exactly,
         its gradient cancelled by the variables' bound rows (one row per variable, so the repaired sum
-        is a constant), and the witness kept when that constant is negative (``check_verify.infeasible``'s
+        is a constant), and the witness kept when that constant is negative (``verify_cert.infeasible``'s
         test, computed once)."""
         rows = LeafRows(self.F, cube, self.forms)
         top = float(multipliers.max())

@@ -1,6 +1,6 @@
 """Claim V1 — a network satisfies a VNN-LIB property (the property's violation is impossible) —
-checked with ``fractions`` only (standard library, the strict reader of ``exactform.checker`` and the
-node table of ``exactform.check_equiv``).  Specified in docs/spec.md §8.
+checked with ``fractions`` only (standard library, the checker's reader and the node table of its
+``equiv``: the same semantics of the network as E1's).  Specified in docs/spec.md §8.
 
 The property, as read, is a list of disjuncts: an input box and linear atoms ``a ≥ 0`` over the
 inputs X and outputs Y.  For each disjunct the certificate gives a tree splitting the box at
@@ -15,12 +15,12 @@ import hashlib
 import math
 from fractions import Fraction
 
-from .check_equiv import Forms, outputs, read_model
-from .checker import FORMAT, ONE, Malformed, Refuted, box, combine, dot, fields, integer, items, rational, row
+from .cost import MAX_WORK
+from .equiv import Forms, outputs, read_model
+from .reader import FORMAT, ONE, Malformed, Refuted, box, combine, dot, fields, integer, items, rational, row
 
 KIND, CLAIM = "verification", "V1"
 MAX_TREE = 10 ** 6          # tree nodes over all disjuncts: bounds the work on a hostile certificate
-MAX_WORK = 10 ** 10         # leaves × terms of the node table: the arithmetic, bounded before it starts
 
 
 def atom_form(atom: dict, xs: int, ys: list) -> dict:
@@ -214,6 +214,14 @@ def read_property(v, n: int, m: int) -> list:
     return out
 
 
+def _size(m) -> int:
+    """The entries of the model's forms, from the sizes read (a Transformer's T² scores per head)."""
+    if hasattr(m, "layers"):
+        return sum(len(w) + 1 for layer in m.layers for unit in layer for w, _ in unit) + sum(len(w) + 1 for w, _ in m.readout)
+    return m.tokens * sum(sum(map(len, b[1])) + sum(map(len, b[3])) if b[0] == "feedforward" else
+                          m.tokens * sum(len(r) for h in b[1] for r in h[0] + h[1] + h[2]) for b in m.blocks) + len(m.readout)
+
+
 def _count(trees: list) -> int:
     """Leaves of the trees, after their shapes are checked (no arithmetic: bounds the work first)."""
     stack, seen, leaves = [(t, f"trees[{i}]") for i, t in enumerate(trees)], 0, 0
@@ -262,14 +270,13 @@ def _check(cert: dict, name: str, net_file, property_file) -> str:
     if claim["statement"] != said:
         raise Refuted(f"{name}: the statement is not {said!r}")
     trees = items(ev["trees"], "evidence.trees", len(disjuncts))
-    leaves = _count(trees)
+    work = _count(trees) * (_size(model) + sum(len(a) for _, atoms in disjuncts for a in atoms)) * (d + 2)
+    if work > MAX_WORK:
+        raise Malformed(f"checking it would touch about {work:.2e} form entries (leaves × model size × inputs), "
+                        f"beyond the checker's limit {MAX_WORK:.0e}")
     for k, ((cube, atoms), tree) in enumerate(zip(disjuncts, trees)):
         F = Forms(cube)
-        ys = outputs(F, model)
-        forms = [atom_form(a, d, ys) for a in atoms]
-        size = sum(len(p if kind == "max" else p[1]) for kind, data in F.nodes for p in data) + len(F.nodes) + d
-        if leaves * size > MAX_WORK:
-            raise Malformed(f"{leaves} leaves × {size} terms exceed the checker's limit {MAX_WORK}")
+        forms = [atom_form(a, d, outputs(F, model)) for a in atoms]
         stack = [(tree, f"trees[{k}]", cube)]
         while stack:
             node, at, leaf_box = stack.pop()
