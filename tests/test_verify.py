@@ -146,6 +146,26 @@ def test_sat_end_to_end_counterexample_exact(tmp_path):
     assert r.returncode == 1 and r.stdout.splitlines()[0] == "sat"
 
 
+def test_hardmax_transformer_verified_like_its_net(tmp_path):
+    """The compiled Transformer of a net gets the net's verdicts: its exact maximum of Y_0 − Y_1 is the
+    net's, so thresholds just below and above it are sat and unsat (certificate checked)."""
+    from exactform.construct.maxout_to_transformer import compile_maxout
+    from exactform.prove.verify import certificate
+    net = random_net(7, hidden=3)
+    tf = compile_maxout(MaxoutNet.from_json(Reader(net))).to_json()
+    top = _maximum(net, [(-1, 1), (-1, 1)], (Fraction(-1), Fraction(-1), Fraction(1, 2)))
+    for delta, truth in ((Fraction(-1, 100), "sat"), (Fraction(1, 100), "unsat")):
+        t = top + delta
+        text = HEAD + BOX + f"(assert (>= (- Y_0 Y_1) (/ {t.numerator} {t.denominator})))\n(assert (<= (+ X_0 X_1) 0.5))\n"
+        out = verify(tf, read_property(str(write(tmp_path, "p.vnnlib", text))), 60)
+        assert out.verdict == truth
+        if truth == "unsat":
+            sources = {k: {"file": k, "sha256": "0" * 64} for k in ("net", "property")}
+            cert = json.loads(json.dumps(certificate(tf, read_property(str(tmp_path / "p.vnnlib")), out.trees, sources)))
+            assert cert["models"]["net"]["format"] == "exactform/transformer@1"
+            check(cert, "c")
+
+
 def test_timeout_is_exit_3_never_a_guess(tmp_path):
     net = write(tmp_path, "n.json", json.dumps(random_net(2, hidden=12)))
     prop = write(tmp_path, "p.vnnlib", HEAD + BOX + "(assert (>= Y_0 (+ Y_1 1000)))\n")
