@@ -166,6 +166,32 @@ def test_hardmax_transformer_verified_like_its_net(tmp_path):
             check(cert, "c")
 
 
+def test_softmax_transformer_by_its_c5_margin(tmp_path):
+    """A softmax Transformer within ε = 1/100 of its net (C5): Y_0 − Y_1 moves by at most 2ε, so a
+    threshold 3ε above the net's exact maximum is proved (certificate with the C5 certificate inside,
+    checked and bound), one ε above is not decided (unknown, exit 3: the net violates the tightened
+    property), and a certificate claiming a smaller ε is refused."""
+    net = write(tmp_path, "n.json", json.dumps(random_net(7, hidden=3)))
+    r = cli("softmax", net, "--eps", "1/100", "-o", tmp_path / "s.json", "--cert", tmp_path / "c5.json")
+    assert r.returncode == 0, r.stderr
+    top = _maximum(json.loads(net.read_text()), [(-1, 1), (-1, 1)], (Fraction(-1), Fraction(-1), Fraction(1, 2)))
+    for delta, code in ((Fraction(3, 100), 0), (Fraction(1, 100), 3)):
+        t = top + delta
+        prop = write(tmp_path, "p.vnnlib", HEAD + BOX + f"(assert (>= (- Y_0 Y_1) (/ {t.numerator} {t.denominator})))\n"
+                     "(assert (<= (+ X_0 X_1) 0.5))\n")
+        r = cli("verify", tmp_path / "s.json", prop, "--c5", tmp_path / "c5.json", "--cert", tmp_path / "v.json", "--json")
+        assert r.returncode == code, r.stdout + r.stderr
+        assert json.loads(r.stdout)["verdict"] == ("unsat" if code == 0 else "unknown")
+        if code == 0:
+            assert "softmax Transformer" in check(load(tmp_path / "v.json"), "v", tmp_path / "s.json", prop)
+            doc = load(tmp_path / "v.json")
+            doc["claims"][0]["evidence"]["margin"]["eps"] = "1/1000"
+            with pytest.raises((Refuted, ValueError)):
+                check(doc, "v")
+    r = cli("verify", net, prop, "--c5", tmp_path / "c5.json")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
 def test_timeout_is_exit_3_never_a_guess(tmp_path):
     net = write(tmp_path, "n.json", json.dumps(random_net(2, hidden=12)))
     prop = write(tmp_path, "p.vnnlib", HEAD + BOX + "(assert (>= Y_0 (+ Y_1 1000)))\n")

@@ -17,6 +17,7 @@ from fractions import Fraction
 
 from .cost import MAX_WORK
 from .equiv import Forms, outputs, read_model
+from .reader import read_maxout
 from .reader import FORMAT, ONE, Malformed, Refuted, box, combine, dot, fields, integer, items, rational, row
 
 KIND, CLAIM = "verification", "V1"
@@ -195,9 +196,20 @@ def sha256_file(path) -> str:
     return h.hexdigest()
 
 
-def statement(sources: dict, disjuncts: int) -> str:
+def statement(sources: dict, disjuncts: int, eps: Fraction | None = None) -> str:
+    net = "network" if eps is None else "softmax Transformer"
+    margin = "" if eps is None else (f" (its C5 bound |Tf - M| <= {eps} and M proved with every output constraint "
+                                     f"tightened by eps)")
     return (f"no input x satisfies the VNN-LIB property {sources['property']['sha256'][:16]} (any of its {disjuncts} "
-            f"disjuncts) for the network {sources['net']['sha256'][:16]}: the property holds (unsat)")
+            f"disjuncts) for the {net} {sources['net']['sha256'][:16]}{margin}: the property holds (unsat)")
+
+
+def loosened(atom: dict, n: int, m: int, eps: Fraction) -> dict:
+    """The atom a(x, y) ≥ 0 with ε·Σ_j |b_j| added (b: its Y coefficients): if |Y − Y'|∞ ≤ ε then
+    a(x, Y) ≥ 0 implies the loosened atom at (x, Y'), so a proof that no x meets the loosened atoms
+    with Y' = M(x) shows that none meets the atoms with Y = Tf(x)."""
+    slack = eps * sum((abs(a) for k, a in atom.items() if n <= k < n + m), Fraction(0))
+    return {k: a for k, a in (atom | {n + m: atom.get(n + m, Fraction(0)) + slack}).items() if a}
 
 
 def read_property(v, n: int, m: int) -> list:
@@ -220,6 +232,24 @@ def _size(m) -> int:
         return sum(len(w) + 1 for layer in m.layers for unit in layer for w, _ in unit) + sum(len(w) + 1 for w, _ in m.readout)
     return m.tokens * sum(sum(map(len, b[1])) + sum(map(len, b[3])) if b[0] == "feedforward" else
                           m.tokens * sum(len(r) for h in b[1] for r in h[0] + h[1] + h[2]) for b in m.blocks) + len(m.readout)
+
+
+def _margin(v, model, disjuncts: list, name: str) -> Fraction:
+    """ε of the embedded C5 certificate, once the walk (C5) accepts it, its Maxout net is the proof's
+    network and every disjunct's box lies in its domain."""
+    from .walk import verify
+    fields(v, "evidence.margin", ("eps", "softmax"))
+    eps = rational(v["eps"], "evidence.margin.eps")
+    c5 = v["softmax"]
+    result = verify(c5, "evidence.margin.softmax: ")
+    claims = [c for c in (c5.get("claims") if isinstance(c5, dict) else None) or [] if isinstance(c, dict)]
+    if result.code != 0 or c5.get("kind") != "softmax" or [c.get("eps") for c in claims] != [v["eps"]]:
+        raise Refuted(f"{name}: evidence.margin: not a checked C5 certificate with eps = {v['eps']}: {result.known}")
+    if read_maxout(c5["maxout"], "evidence.margin.softmax.maxout") != model:
+        raise Refuted(f"{name}: evidence.margin: the C5 certificate is about another Maxout net than the proof's")
+    if any(not lo <= a <= b <= hi for cube, _ in disjuncts for (a, b), (lo, hi) in zip(cube, model.box)):
+        raise Refuted(f"{name}: evidence.margin: a disjunct's box leaves the domain where C5 holds")
+    return eps
 
 
 def _count(trees: list) -> int:
@@ -253,7 +283,7 @@ def _check(cert: dict, name: str, net_file, property_file) -> str:
         raise Malformed(f"format, kind: expected {FORMAT!r}, {KIND!r}")
     model = read_model(fields(cert["models"], "models", ("net",))["net"], "models.net")
     claim = fields(items(cert["claims"], "claims", 1)[0], "claims[0]", ("id", "statement", "evidence"))
-    ev = fields(claim["evidence"], "claims[0].evidence", ("sources", "property", "trees"))
+    ev = fields(claim["evidence"], "claims[0].evidence", ("sources", "property", "trees"), ("margin",))
     if claim["id"] != CLAIM:
         raise Malformed(f"claims[0].id: expected {CLAIM!r}")
     sources = fields(ev["sources"], "evidence.sources", ("net", "property"))
@@ -266,7 +296,11 @@ def _check(cert: dict, name: str, net_file, property_file) -> str:
             raise Refuted(f"{name}: the certificate is about another {key} file than {path} (SHA-256 differs)")
     d, m = len(model.box), len(model.readout)
     disjuncts = read_property(ev["property"], d, m)
-    said = statement(sources, len(disjuncts))
+    eps = None
+    if "margin" in ev:                     # the property is about a softmax Transformer with a C5 certificate
+        eps = _margin(ev["margin"], model, disjuncts, name)
+        disjuncts = [(cube, [loosened(a, d, m, eps) for a in atoms]) for cube, atoms in disjuncts]
+    said = statement(sources, len(disjuncts), eps)
     if claim["statement"] != said:
         raise Refuted(f"{name}: the statement is not {said!r}")
     trees = items(ev["trees"], "evidence.trees", len(disjuncts))

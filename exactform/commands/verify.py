@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from fractions import Fraction
 from pathlib import Path
 
 from ..executor import ExecutorError, add_executor_arguments, lost_work, make_executor
@@ -23,6 +24,9 @@ def add_parser(sub):
     p.add_argument("--counterexample", metavar="CE.txt", help="on sat, write the counterexample (VNN-COMP format)")
     p.add_argument("--timeout", metavar="S", type=float, help="give up after S seconds: timeout, exit 3")
     p.add_argument("--json", action="store_true", help="print one JSON object (rationals as strings)")
+    p.add_argument("--c5", metavar="CERT", help="NET is a softmax Transformer and CERT its C5 certificate (exactform "
+                   "softmax --cert): prove the property for CERT's Maxout net with every output constraint tightened "
+                   "by eps (docs/spec.md §8)")
     add_executor_arguments(p)
     return p
 
@@ -59,6 +63,25 @@ def _network(path: str, prop):
     return model
 
 
+def _softmax(path: str, cert: str) -> tuple[object, dict]:
+    """The Maxout net of a C5 certificate that the checker accepts for the softmax Transformer in
+    ``path``, and the certificate."""
+    from ..checker.reader import Malformed, load, read_transformer
+    from ..checker.walk import verify as check_c5
+    from ..formats import InputError, Reader
+    from ..models import MaxoutNet
+    try:
+        doc = load(cert)
+        result = check_c5(doc, f"{cert}: ")
+        if result.code != 0 or doc.get("kind") != "softmax":
+            raise InputError(cert, "", f"not a C5 certificate the checker accepts: {result.known}")
+        if read_transformer(load(path), f"{path}: model") != read_transformer(doc["transformer"], "transformer"):
+            raise InputError(path, "", f"not the softmax Transformer of {cert}")
+    except Malformed as e:
+        raise InputError(cert, "", str(e)) from None
+    return MaxoutNet.from_json(Reader(doc["maxout"])), doc
+
+
 def run(args) -> int:
     from ..checker.verify_cert import sha256_file
     from ..files import output_file
@@ -77,7 +100,8 @@ def run(args) -> int:
     if args.timeout is not None and not 0 < args.timeout < 10 ** 7:
         raise InputError("--timeout", "", "expected a positive number of seconds")
     prop = read_property(args.property)
-    model = _network(args.net, prop)
+    model, c5 = _softmax(args.net, args.c5) if args.c5 else (_network(args.net, prop), None)
+    eps = None if c5 is None else Fraction(next(c["eps"] for c in c5["claims"] if c["id"] == "C5"))
     if model.input_dim != prop.inputs:
         raise InputError(args.property, "X", f"{prop.inputs} inputs, the network has {model.input_dim}")
     if model.output_dim != prop.outputs:
@@ -85,14 +109,14 @@ def run(args) -> int:
     doc = model.to_json()
     try:
         with make_executor(args.workers, args.scheduler) as executor:
-            out = verify(doc, prop, args.timeout, executor)
+            out = verify(doc, prop, args.timeout, executor, eps)
     except ExecutorError as e:
         return lost_work("verify", e)
     written, ce = None, None
     if out.verdict == "unsat" and args.cert:
         sources = {"net": {"file": Path(args.net).name, "sha256": sha256_file(args.net)},
                    "property": {"file": Path(args.property).name, "sha256": sha256_file(args.property)}}
-        write_json(args.cert, certificate(doc, prop, out.trees, sources))
+        write_json(args.cert, certificate(doc, prop, out.trees, sources, c5))
         written = args.cert
     if out.verdict == "sat":
         ce = {"X": [format_rational(v) for v in out.x], "Y": [format_rational(v) for v in out.y]}

@@ -28,7 +28,7 @@ from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
 
 from ..checker.equiv import Forms, outputs, read_model
-from ..checker.verify_cert import CLAIM, KIND, LeafRows, atom_form, farkas_sum, statement
+from ..checker.verify_cert import CLAIM, KIND, LeafRows, atom_form, farkas_sum, loosened, statement
 from ..checker.reader import FORMAT, ONE, combine
 from ..numbers import format_rational
 
@@ -436,22 +436,36 @@ def property_json(prop) -> dict:
          "atoms": [atom(a) for a in d.atoms]} for d in prop.disjuncts]}
 
 
-def exact_disjuncts(prop) -> list:
-    """``[(box, [atom as {index: q}])]``: the checker's reading of ``property_json``."""
+def exact_disjuncts(prop, eps: Fraction | None = None) -> list:
+    """``[(box, [atom as {index: q}])]``: the checker's reading of ``property_json`` (each atom
+    ``verify_cert.loosened`` by ``eps`` when given)."""
     n, m = prop.inputs, prop.outputs
-    return [(list(d.box), [{i: q for i, q in a.x.items()} | {n + j: q for j, q in a.y.items()} |
-                           ({n + m: a.c} if a.c else {}) for a in d.atoms]) for d in prop.disjuncts]
+    out = [(list(d.box), [{i: q for i, q in a.x.items()} | {n + j: q for j, q in a.y.items()} |
+                          ({n + m: a.c} if a.c else {}) for a in d.atoms]) for d in prop.disjuncts]
+    return out if eps is None else [(cube, [loosened(a, n, m, eps) for a in atoms]) for cube, atoms in out]
 
 
-def verify(model_json: dict, prop, seconds: float | None = None, executor=None) -> Verdict:
+def verify(model_json: dict, prop, seconds: float | None = None, executor=None, eps: Fraction | None = None) -> Verdict:
     """Decide ``prop`` (``importers.vnnlib.Property``) for the model; ``seconds``: the time limit;
-    ``executor`` (``exactform.executor``): where the subtrees are proved."""
+    ``executor`` (``exactform.executor``): where the subtrees are proved; ``eps``: decide the property
+    with every atom loosened by ε (a softmax Transformer within ε of the model: a ``sat`` of the
+    loosened property says nothing about the Transformer, so it is reported as ``unknown``)."""
     deadline = None if seconds is None else time.monotonic() + seconds
-    return Search(model_json, exact_disjuncts(prop), deadline).run(executor)
+    out = Search(model_json, exact_disjuncts(prop, eps), deadline).run(executor)
+    if eps is not None and out.verdict == "sat":
+        out.verdict, out.reason = "unknown", (f"the Maxout net violates the property tightened by eps = {eps} at an "
+                                              "exact point; the softmax Transformer itself has no exact value there")
+        out.x = out.y = None
+    return out
 
 
-def certificate(model_json: dict, prop, trees: list, sources: dict) -> dict:
-    """The ``exactform/certificate`` document of claim V1."""
+def certificate(model_json: dict, prop, trees: list, sources: dict, c5: dict | None = None) -> dict:
+    """The ``exactform/certificate`` document of claim V1; with ``c5`` (a checked C5 certificate whose
+    Maxout net is the model), about its softmax Transformer, the trees proving the loosened atoms."""
+    eps = None if c5 is None else next(c["eps"] for c in c5["claims"] if c["id"] == "C5")
+    evidence = {"sources": sources, "property": property_json(prop), "trees": trees}
+    if c5 is not None:
+        evidence["margin"] = {"eps": eps, "softmax": c5}
     return {"format": FORMAT, "kind": KIND, "models": {"net": model_json},
-            "claims": [{"id": CLAIM, "statement": statement(sources, len(prop.disjuncts)),
-                        "evidence": {"sources": sources, "property": property_json(prop), "trees": trees}}]}
+            "claims": [{"id": CLAIM, "statement": statement(sources, len(prop.disjuncts), None if eps is None else
+                                                            Fraction(eps)), "evidence": evidence}]}
