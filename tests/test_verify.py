@@ -192,6 +192,21 @@ def test_softmax_transformer_by_its_c5_margin(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1
 
 
+def test_workers_give_the_serial_tree(tmp_path):
+    """Cells handed to 2 worker processes are proved into the same tree as the serial search's."""
+    from exactform.executor import make_executor
+    net = random_net(109, hidden=8)
+    top = _maximum(net, [(-1, 1), (-1, 1)], (Fraction(-1), Fraction(-1), Fraction(1, 2)))
+    t = top + Fraction(1, 1000)
+    prop = read_property(str(write(tmp_path, "p.vnnlib", HEAD + BOX + f"(assert (>= (- Y_0 Y_1) (/ {t.numerator} "
+                                   f"{t.denominator})))\n(assert (<= (+ X_0 X_1) 0.5))\n")))
+    serial = verify(net, prop, 60)
+    with make_executor(2) as executor:
+        parallel = verify(net, prop, 60, executor)
+    assert serial.verdict == parallel.verdict == "unsat" and serial.leaves > 8          # more cells than wait: tasks ran
+    assert parallel.trees == serial.trees
+
+
 def test_timeout_is_exit_3_never_a_guess(tmp_path):
     net = write(tmp_path, "n.json", json.dumps(random_net(2, hidden=12)))
     prop = write(tmp_path, "p.vnnlib", HEAD + BOX + "(assert (>= Y_0 (+ Y_1 1000)))\n")

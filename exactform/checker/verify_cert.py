@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import operator
 from fractions import Fraction
 
 from .cost import MAX_WORK
@@ -51,12 +52,8 @@ def _linear(terms: list, d: int) -> tuple:
     (the last numerator the constant), summed over one common denominator."""
     dens = [a.denominator * f[0] for a, f in terms]
     D = max(dens, default=1) if all(n & (n - 1) == 0 for n in dens) else math.lcm(*dens)     # dyadic: the largest
-    nums = [0] * (d + 1)
-    for a, (den, fn) in terms:
-        m = a.numerator * (D // (a.denominator * den))
-        for j, v in enumerate(fn):
-            if v:
-                nums[j] += m * v
+    ms = [a.numerator * (D // n) for (a, _), n in zip(terms, dens)]
+    nums = [sum(map(operator.mul, ms, column)) for column in zip(*(f[1] for _, f in terms))] if terms else [0] * (d + 1)
     g = math.gcd(D, *nums)
     return D // g, [v // g for v in nums]
 
