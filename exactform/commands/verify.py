@@ -22,7 +22,8 @@ def add_parser(sub):
     p.add_argument("property", help="the VNN-LIB file (the violation: sat when some input meets every assertion)")
     p.add_argument("--cert", metavar="C.json", help="on unsat, write the V1 certificate")
     p.add_argument("--counterexample", metavar="CE.txt", help="on sat, write the counterexample (VNN-COMP format)")
-    p.add_argument("--timeout", metavar="S", type=float, help="give up after S seconds: timeout, exit 3")
+    p.add_argument("--timeout", metavar="S", type=float, help="give up after S seconds from the start (reading and "
+                   "importing included; checked between cells): timeout, exit 3")
     p.add_argument("--json", action="store_true", help="print one JSON object (rationals as strings)")
     p.add_argument("--c5", metavar="CERT", help="NET is a softmax Transformer and CERT its C5 certificate (exactform "
                    "softmax --cert): prove the property for CERT's Maxout net with every output constraint tightened "
@@ -109,7 +110,8 @@ def run(args) -> int:
     doc = model.to_json()
     try:
         with make_executor(args.workers, args.scheduler) as executor:
-            out = verify(doc, prop, args.timeout, executor, eps)
+            out = verify(doc, prop, None if args.timeout is None else max(args.timeout - (time.perf_counter() - start), 0.0),
+                     executor, eps)
     except ExecutorError as e:
         return lost_work("verify", e)
     written, ce = None, None
