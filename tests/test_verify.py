@@ -255,6 +255,21 @@ def test_certificate_bound_to_its_files(proved, tmp_path):
         check(load(cert), "c", prop, prop)
 
 
+def test_work_bounded_before_arithmetic(proved, monkeypatch):
+    """The leaves (counted from the tree's shape) × model size × inputs are compared with the checker's
+    limit before any node table is built; a malformed node is named."""
+    from exactform.checker import verify_cert
+    net, prop, cert = proved
+    monkeypatch.setattr(verify_cert, "MAX_WORK", 10)
+    monkeypatch.setattr(verify_cert, "Forms", None)              # reaching arithmetic would fail differently
+    with pytest.raises(ValueError, match="beyond the checker's limit"):
+        check(load(cert), "c")
+    doc = load(cert)
+    doc["claims"][0]["evidence"]["trees"][0] = {"split": 0, "at": "0", "children": [{"witness": []}]}
+    with pytest.raises(ValueError, match=r"trees\[0\]\.children: expected a list of 2 entries"):
+        check(doc, "c")
+
+
 def test_split_outside_the_cell_rejected(proved):
     net, prop, cert = proved
     doc = load(cert)
