@@ -127,7 +127,8 @@ def run(args) -> int:
     seconds = time.perf_counter() - start
     if args.json:
         print(json.dumps({"verdict": out.verdict, "seconds": round(seconds, 3), "certificate": written,
-                          "counterexample": ce, "leaves": out.leaves, "lps": out.lps, "reason": out.reason or None},
+                          "counterexample": ce, "leaves": out.leaves, "lps": out.lps, "inexact_witnesses": out.inexact,
+                          "reason": out.reason or None},
                          sort_keys=True))
     else:
         print(out.verdict)

@@ -20,7 +20,7 @@ import hashlib
 import math
 import pickle
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -39,7 +39,8 @@ MIN_WIDTH = 1e-12      # a cell narrower than this (relative to the box) is not 
 @dataclass
 class Verdict:
     """``verdict``: "unsat" (``trees``: one proof tree per disjunct), "sat" (``x``, ``y``: the exact
-    counterexample, ``disjunct``: the one it meets), "unknown" or "timeout" (``reason``)."""
+    counterexample, ``disjunct``: the one it meets), "unknown" or "timeout" (``reason``); ``leaves``
+    closed, ``lps`` solved, ``inexact``: cells whose float witness failed exactly (split again)."""
     verdict: str
     trees: list | None = None
     x: list | None = None
@@ -48,8 +49,7 @@ class Verdict:
     reason: str = ""
     leaves: int = 0
     lps: int = 0
-    repaired: int = 0
-    stats: dict = field(default_factory=dict)
+    inexact: int = 0
 
 
 class Deadline(Exception):
@@ -154,11 +154,11 @@ class Disjunct:
                 UP[z] = above
         return L, U, gaps
 
-    def lp(self, lo: np.ndarray, hi: np.ndarray):
-        """``(t*, multipliers, x*)`` of the leaf relaxation over the box [lo, hi] (floats; the rows in
-        ``LeafRows``' order), or None when HiGHS fails; and the float bounds."""
+    def lp(self, lo: np.ndarray, hi: np.ndarray, bounds: tuple):
+        """``(−t*, multipliers, x*)`` of the leaf relaxation over the box [lo, hi] with ``bounds`` (floats;
+        the rows in ``LeafRows``' order), or None when HiGHS fails."""
         d, n = self.d, self.d + self.N
-        L, U, gaps = self.bounds(lo, hi)
+        L, U, gaps = bounds
         rows, cols, vals, const = [], [], [], np.zeros(self.rows)
 
         def add(r, idx, coef, c):
@@ -194,9 +194,7 @@ class Disjunct:
         c = np.zeros(n + 1)
         c[-1] = -1.0
         res = linprog(c, A_ub=A, b_ub=const, bounds=[(None, None)] * (n + 1), method="highs")
-        if res.status != 0:
-            return None, (L, U)
-        return (res.fun, -res.ineqlin.marginals, res.x[:d]), (L, U)
+        return (res.fun, -res.ineqlin.marginals, res.x[:d]) if res.status == 0 else None
 
     # --- exact: the witness --------------------------------------------------------------------
     def witness(self, cube: list, multipliers) -> dict | None:
@@ -275,6 +273,7 @@ class Search:
                         tasks = [(self.json, self.disjuncts[k], k, cube, left) for cube, _ in cells]
                         for (_, node), sub in zip(cells, executor.map(_subtree_task, tasks)):
                             self.out.leaves, self.out.lps = self.out.leaves + sub.leaves, self.out.lps + sub.lps
+                            self.out.inexact += sub.inexact
                             if sub.verdict != "unsat":
                                 self.out.verdict, self.out.reason = sub.verdict, sub.reason
                                 self.out.x, self.out.y, self.out.disjunct = sub.x, sub.y, sub.disjunct
@@ -339,8 +338,8 @@ class Search:
             self._tick()
             cube, node = stack.pop() if wait is None else stack.pop(0)
             lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
-            L, U, _ = p.bounds(lo, hi)
-            violated = [j for j, f in enumerate(p.atom_floats) if _interval(f, L, U)[1] < -MARGIN]
+            bounds = p.bounds(lo, hi)
+            violated = [j for j, f in enumerate(p.atom_floats) if _interval(f, *bounds[:2])[1] < -MARGIN]
             if violated:                       # one atom is false on the whole cell: its row and the bounds
                 mult = np.zeros(p.rows)
                 mult[p.atoms_at + violated[0]] = 1.0
@@ -349,7 +348,7 @@ class Search:
                     node["witness"] = _sparse(w, p.rows)
                     self.out.leaves += 1
                     continue
-            solved, _ = p.lp(lo, hi)
+            solved = p.lp(lo, hi, bounds)
             self.out.lps += 1
             if solved is not None and solved[0] > MARGIN:
                 w = p.witness(cube, solved[1])
@@ -357,16 +356,15 @@ class Search:
                     node["witness"] = _sparse(w, p.rows)
                     self.out.leaves += 1
                     continue
-                self.out.repaired += 1
-            if solved is not None and self._confirm(p, k, np.clip(solved[2], lo, hi)):
-                return None
-            if solved is None or solved[0] <= MARGIN:
-                if p.margin(((lo + hi) / 2)[None])[0] >= 0 and self._confirm(p, k, (lo + hi) / 2):
+                self.out.inexact += 1
+            points = ([np.clip(solved[2], lo, hi)] if solved is not None else []) + [(lo + hi) / 2]
+            for x in points:                   # exact evaluation only where the floats see a violation
+                if p.margin(x[None])[0] >= -MARGIN and self._confirm(p, k, x):
                     return None
             i = self._branch(p, lo, hi, width0, solved)
             if (hi[i] - lo[i]) <= MIN_WIDTH * width0[i]:
                 self.out.verdict, self.out.reason = "unknown", f"disjunct {k}: a cell of width {hi[i] - lo[i]:.3g} " \
-                    "could not be closed (the relaxation's witness fails exactly there)"
+                    "is still open (no exact witness closes it and no counterexample was found in it)"
                 return None
             c = (cube[i][0] + cube[i][1]) / 2
             below, above = list(cube), list(cube)
