@@ -176,13 +176,21 @@ def farkas_sum(rows, w: dict) -> dict:
     return {k: v for k, pairs in terms.items() if (v := dot(pairs))}
 
 
-def infeasible(rows, w: dict) -> bool:
-    """Farkas: with multipliers w ≥ 0, Σ w_i g_i is a negative constant, so no point meets every
-    ``g_i ≥ 0`` of ``rows``."""
+def excess(rows: "LeafRows", w: dict) -> Fraction | None:
+    """The maximum of r = Σ w_i g_i over the variables' bounds of the leaf (each coefficient of r at
+    the end of its variable's interval that its sign points to, ``LeafRows.bounds``), or None when a
+    multiplier is negative.  Negative: no point meets every row (Farkas, with the rows x − l, u − x,
+    z − L, U − z taken implicitly with the multipliers that cancel r's gradient)."""
     if any(q < 0 for q in w.values()):
-        return False
+        return None
     total = farkas_sum(rows, w)
-    return set(total) <= {ONE} and total.get(ONE, 0) < 0
+    ends = [(a, rows.bounds[k][a > 0]) for k, a in total.items() if k != ONE]
+    return total.get(ONE, Fraction(0)) + dot(ends)
+
+
+def infeasible(rows: "LeafRows", w: dict) -> bool:
+    value = excess(rows, w)
+    return value is not None and value < 0
 
 
 def sha256_file(path) -> str:

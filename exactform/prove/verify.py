@@ -7,11 +7,10 @@ points, then finite-difference ascent of the least atom's value); then it splits
 coordinate hyperplanes, depth first.  On a cell it bounds every node of the network by intervals
 and solves the leaf's linear relaxation (``verify_cert.LeafRows``: the rows the checker writes)
 with HiGHS, as ``min t`` over ``g(v) + t ≥ 0``: when ``t* > 0`` the LP's dual multipliers are a
-Farkas witness of infeasibility in floating point.  They are made exact here — rounded to dyadic
-rationals, the gradient left by rounding cancelled with the variables' bound rows (each variable has
-a lower and an upper bound row, so the residual is removed exactly), the combination's constant
-computed with ``fractions`` by the checker's own ``farkas_sum`` — and the leaf is closed only when
-it is negative; a witness that fails exactly splits the cell again.  A point the LP or the sampling proposes is a counterexample only once the exact
+Farkas witness of infeasibility in floating point.  They are rounded to dyadic rationals and the
+leaf is closed only when the checker's own exact test accepts them (``verify_cert.infeasible``:
+the combination computed with ``fractions``, the gradient left by rounding taken at the variables'
+bounds); a witness that fails exactly splits the cell again.  A point the LP or the sampling proposes is a counterexample only once the exact
 model (``exactform.models``) puts it in the box and makes every atom true.
 """
 from __future__ import annotations
@@ -28,7 +27,7 @@ from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
 
 from ..checker.equiv import Forms, outputs, read_model
-from ..checker.verify_cert import CLAIM, KIND, LeafRows, atom_form, farkas_sum, loosened, statement
+from ..checker.verify_cert import CLAIM, KIND, LeafRows, atom_form, infeasible, loosened, statement
 from ..checker.reader import FORMAT, ONE, combine
 from ..numbers import format_rational
 
@@ -198,11 +197,10 @@ class Disjunct:
 
     # --- exact: the witness --------------------------------------------------------------------
     def witness(self, cube: list, multipliers) -> dict | None:
-        """An exact Farkas witness of the leaf's rows from float multipliers (``{row: q}``), or None.
-        The multipliers are rounded to a common dyadic denominator, ``Σ w_i g_i`` is computed exactly,
-        its gradient cancelled by the variables' bound rows (one row per variable, so the repaired sum
-        is a constant), and the witness kept when that constant is negative (``verify_cert.infeasible``'s
-        test, computed once)."""
+        """An exact Farkas witness of the leaf's rows from float multipliers (``{row: q}``), or None:
+        the multipliers rounded to a common 40-bit dyadic denominator, kept when the checker's test
+        (``verify_cert.infeasible``: ``Σ w_i g_i`` exactly, its gradient's rounding residue taken at the
+        variables' bounds) shows the rows infeasible."""
         rows = LeafRows(self.F, cube, self.forms)
         top = float(multipliers.max())
         if not top > 0:
@@ -210,13 +208,7 @@ class Disjunct:
         scale = 2 ** (40 - math.frexp(top)[1])
         w = {i: Fraction(n, scale) for i in np.flatnonzero(multipliers > top * 1e-12).tolist()
              if (n := round(float(multipliers[i]) * scale)) > 0}
-        total = farkas_sum(rows, w)
-        constant = total.pop(ONE, Fraction(0))
-        for k, a in total.items():             # cancel the rounding with the variable's bound rows
-            r = (2 * k if k < self.d else self.base[k - self.d]) + (a > 0)
-            w[r] = w.get(r, 0) + abs(a)
-            constant += abs(a) * rows[r][0].get(ONE, 0)
-        return w if constant < 0 else None
+        return w if infeasible(rows, w) else None
 
 
 def _floats(form: dict) -> tuple:
