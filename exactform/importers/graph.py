@@ -6,6 +6,11 @@ affine in its tensor operands — it becomes ``Terms`` per output entry, compose
 maximum of affine maps, one Maxout unit per output entry. ``Lowering.maxout`` closes the frame and
 carries every value still needed later (a residual branch, a Concat operand) through pass-through
 units, so every live value is always a map of the current frame.
+
+Work is bounded before it is done: every tensor's size is checked from its shape before its entries
+exist (``MAX_ENTRIES``), the terms an operator will write are counted and charged against
+``MAX_TERMS`` before they are written, and a Maxout layer whose Transformer ``compile`` would refuse
+(``layout.MAX_WIDTH``) is refused before it is built.
 """
 from __future__ import annotations
 
@@ -20,6 +25,23 @@ from .affine import Affine, Piece, Terms, Tracer, constant
 
 class NodeError(Exception):
     """An operator instance that cannot be lowered exactly; the message says why."""
+
+
+MAX_ENTRIES = 10**6
+"""Largest tensor built (entries, input-dependent or constant): ``compile`` refuses a Maxout layer
+of more than about 33,000 units (``layout.MAX_WIDTH``), so a larger value is never needed."""
+MAX_TERMS = 3 * 10**7
+"""Largest number of exact terms (one weight times one entry) written over one import, counted
+before each operator writes them; about a minute of work, and an order of magnitude above the
+largest net ``compile`` accepts (``layout.MAX_NONZEROS`` non-zero Transformer parameters)."""
+
+
+def check_entries(shape, what: str) -> None:
+    """Refuse a tensor of more than ``MAX_ENTRIES`` entries, from its shape alone."""
+    size = prod(int(d) for d in shape)
+    if size > MAX_ENTRIES:
+        raise NodeError(f"{what} would have {size:,} entries (shape {[int(d) for d in shape]}); the "
+                        f"documented limit is {MAX_ENTRIES:,}")
 
 
 @dataclass(frozen=True)
@@ -40,13 +62,15 @@ class Tensor:
         return np.arange(self.size).reshape(self.shape)
 
     def gather(self, indices: np.ndarray) -> "Tensor":
-        """The tensor ``self.flat[indices]`` of the shape of ``indices``."""
+        """The tensor ``self.flat[indices]`` of the shape of ``indices`` (a view until checked)."""
+        check_entries(indices.shape, "the rearranged tensor")
         return Tensor(tuple(indices.shape), self.affine.gather(indices.ravel().tolist()))
 
     def reshaped(self, shape) -> "Tensor":
         return Tensor(tuple(int(d) for d in shape), self.affine)
 
     def linear(self, shape, terms: list[Terms], bias: list[Fraction] | None = None) -> "Tensor":
+        """Entry ``i`` is ``Σ c·self[k]`` over ``terms[i]`` (plus ``bias[i]``)."""
         return Tensor(tuple(shape), self.affine.compose(terms, bias))
 
     def pieces(self, shape) -> list[Piece]:
@@ -69,6 +93,27 @@ class Lowering:
         """Element types (ONNX codes) of named values where the source states or infers them."""
         self.input_type = 1
         """Element type of the network input (float32 unless the source says otherwise)."""
+        self.terms = 0
+        """Terms written so far (``charge``)."""
+        check_entries(input_shape, "the input")
+        self.check_width([prod(input_shape)], 1)
+
+    check_entries = staticmethod(check_entries)
+
+    def charge(self, terms: int, what: str) -> None:
+        """Count ``terms`` about to be written; refuse once the import would exceed ``MAX_TERMS``."""
+        self.terms += terms
+        if self.terms > MAX_TERMS:
+            raise NodeError(f"{what} would bring the import to {self.terms:,} exact terms; the documented "
+                            f"work limit is {MAX_TERMS:,} (the net would be far beyond what compile accepts)")
+
+    def check_width(self, widths: list[int], rank: int) -> None:
+        """Refuse layers whose Transformer ``compile`` refuses: width ``1 + T + 3·max n_l``."""
+        from ..layout import MAX_WIDTH
+        width = 1 + rank + 3 * max(widths)
+        if width > MAX_WIDTH:
+            raise NodeError(f"a Maxout layer of {max(widths):,} units and rank {rank} gives a Transformer of "
+                            f"width {width:,}, which compile refuses (documented limit {MAX_WIDTH:,})")
 
     def as_tensor(self, value, shape=None) -> Tensor:
         """A constant array (of ``Fraction``/int) as a tensor of constant entries."""
@@ -78,9 +123,20 @@ class Lowering:
         flat = [Fraction(int(v)) if not isinstance(v, Fraction) else v for v in arr.ravel().tolist()]
         return Tensor(tuple(arr.shape), constant(flat, self.tracer.width, self.tracer.frame))
 
+    def linear(self, x: Tensor, shape, terms: list[Terms], bias: list[Fraction] | None = None) -> Tensor:
+        """``x.linear(shape, terms, bias)``, its composition charged first."""
+        check_entries(shape, "the result")
+        rows = x.affine.rows
+        self.charge(sum(len(rows[k]) for t in terms for k, _ in t), "an affine map")
+        return x.linear(shape, terms, bias)
+
     def maxout(self, shape, units: list[list[Piece]], signs: list[Fraction] | None = None) -> Tensor:
         """``signs[i] · max`` of unit ``i``'s pieces, as a tensor of ``shape``; closes the frame."""
         live = [n for n, v in self.values.items() if isinstance(v, Tensor) and self.last_use.get(n, -1) > self.step]
+        rank = max((len(u) for u in units), default=1)
+        self.check_width([len(units) + sum(self.values[n].size for n in live)], rank)
+        pieces = sum(len(u) for u in units) + sum(self.values[n].size for n in live)
+        self.charge(pieces * self.tracer.width, "a Maxout layer (dense rows)")
         units_affine, carried = self.tracer.close(units, [self.values[n].affine for n in live])
         for n, a in zip(live, carried):
             self.values[n] = Tensor(self.values[n].shape, a)
@@ -97,22 +153,27 @@ def broadcast_pieces(operands: list[Tensor]) -> tuple[tuple[int, ...], list[list
     """Multidirectional (NumPy) broadcasting: the output shape and, per output entry, one piece
     from every operand."""
     shape = tuple(np.broadcast_shapes(*(t.shape for t in operands)))
+    check_entries(shape, "the broadcast result")
     columns = [t.pieces(shape) for t in operands]
     return shape, [list(unit) for unit in zip(*columns)]
 
 
-def elementwise_sum(a: Tensor, b: Tensor, sign: Fraction) -> Tensor:
+def elementwise_sum(low: Lowering, a: Tensor, b: Tensor, sign: Fraction) -> Tensor:
     """``a + sign·b`` with broadcasting."""
     shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+    check_entries(shape, "the sum")
     ia = np.broadcast_to(a.grid(), shape).ravel().tolist()
     ib = np.broadcast_to(b.grid(), shape).ravel().tolist()
+    low.charge(sum(len(a.affine.rows[i]) + len(b.affine.rows[j]) for i, j in zip(ia, ib)), "a sum")
     return Tensor(shape, a.affine.gather(ia).compose_pairs(b.affine.gather(ib), sign))
 
 
-def elementwise_scale(a: Tensor, factors: np.ndarray) -> Tensor:
+def elementwise_scale(low: Lowering, a: Tensor, factors: np.ndarray) -> Tensor:
     """``a · factors`` (constant, broadcast)."""
     shape = tuple(np.broadcast_shapes(a.shape, factors.shape))
+    check_entries(shape, "the product")
     ia = np.broadcast_to(a.grid(), shape).ravel().tolist()
+    low.charge(sum(len(a.affine.rows[i]) for i in ia), "a product")
     f = [v if isinstance(v, Fraction) else Fraction(int(v)) for v in np.broadcast_to(factors, shape).ravel().tolist()]
     return Tensor(shape, a.affine.gather(ia).scaled(f))
 

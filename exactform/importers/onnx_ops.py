@@ -20,7 +20,7 @@ import numpy as np
 
 from ..numbers import from_float, outward_decimals
 from .affine import ONE, ZERO, Affine
-from .graph import (Lowering, NodeError, Tensor, broadcast_pieces, elementwise_scale, elementwise_sum, negate,
+from .graph import (Lowering, NodeError, Tensor, broadcast_pieces, check_entries, elementwise_scale, elementwise_sum, negate,
                     output_spatial, windows)
 
 
@@ -102,10 +102,14 @@ def optional(args, i):
 
 # --- shape operators (Tensor or constant) --------------------------------------------------------
 def _layout(x, make):
-    """Apply an index rearrangement ``make(grid)`` to a tensor (by gathering) or a constant."""
+    """Apply an index rearrangement ``make(grid)`` to a tensor or a constant (by gathering; the
+    result's size is checked before its entries exist)."""
     if isinstance(x, Tensor):
         return x.gather(make(x.grid()))
-    return make(x)
+    x = np.asarray(x)
+    picks = make(np.arange(x.size).reshape(x.shape))
+    check_entries(picks.shape, "the rearranged constant")
+    return x.ravel()[picks]
 
 
 def op_identity(low, node, args):
@@ -169,6 +173,7 @@ def op_transpose(low, node, args):
 
 def op_concat(low, node, args):
     axis = attr(node, "axis")
+    low.check_entries([sum(math.prod(a.shape) for a in args)], "the Concat output")
     if not any(isinstance(a, Tensor) for a in args):
         return np.concatenate(args, axis=axis)
     parts = [low.as_tensor(a) for a in args]
@@ -184,6 +189,7 @@ def op_expand(low, node, args):
     """Broadcast to ``shape`` (bidirectionally: the output shape is the broadcast of both)."""
     x, shape = args[0], ints(constant(args[1], "the shape"))
     out = tuple(np.broadcast_shapes(tuple(x.shape), tuple(shape)))
+    low.check_entries(out, "the Expand output")
     return _layout(x, lambda g: np.broadcast_to(g, out))
 
 
@@ -212,6 +218,7 @@ def op_pad(low, node, args):
         widths[a] = [pads[i], pads[len(axes) + i]]
     crop = tuple(slice(max(0, -b), n - max(0, -e)) for (b, e), n in zip(widths, x.shape))
     grow = [(max(0, b), max(0, e)) for b, e in widths]
+    low.check_entries([max(0, n + b + e) for (b, e), n in zip(widths, x.shape)], "the Pad output")
     if not isinstance(x, Tensor):
         x = fractions(x)[crop]
         return np.pad(x, grow, mode, constant_values=value) if mode == "constant" else np.pad(x, grow, mode)
@@ -334,7 +341,11 @@ def op_constant(low, node, args):
 def op_constant_of_shape(low, node, args):
     value = attr(node, "value")
     fill = value.ravel()[0] if value is not None else Fraction(0)
-    out = np.empty(ints(args[0]), dtype=object if isinstance(fill, Fraction) else np.int64)
+    shape = ints(constant(args[0], "the shape"))
+    if min(shape, default=1) < 0:
+        raise NodeError(f"negative size in {shape}")
+    low.check_entries(shape, "the ConstantOfShape output")
+    out = np.empty(shape, dtype=object if isinstance(fill, Fraction) else np.int64)
     out.fill(fill)
     return out
 
@@ -344,7 +355,7 @@ def op_add(low, node, args, sign=ONE):
     a, b = args
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         return a + b if sign == ONE else a - b
-    return elementwise_sum(low.as_tensor(a), low.as_tensor(b), sign)
+    return elementwise_sum(low, low.as_tensor(a), low.as_tensor(b), sign)
 
 
 def op_sub(low, node, args):
@@ -353,7 +364,7 @@ def op_sub(low, node, args):
 
 def op_neg(low, node, args):
     x = args[0]
-    return elementwise_scale(x, np.array(-ONE, dtype=object)) if isinstance(x, Tensor) else -x
+    return elementwise_scale(low, x, np.array(-ONE, dtype=object)) if isinstance(x, Tensor) else -x
 
 
 def op_mul(low, node, args):
@@ -363,7 +374,7 @@ def op_mul(low, node, args):
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         return a * b
     x, c = (a, b) if isinstance(a, Tensor) else (b, a)
-    return elementwise_scale(x, fractions(c))
+    return elementwise_scale(low, x, fractions(c))
 
 
 def op_mod(low, node, args):
@@ -385,7 +396,7 @@ def op_div(low, node, args):
     c = fractions(b)
     if any(v == 0 for v in c.ravel().tolist()):
         raise NodeError("division by zero")
-    return elementwise_scale(a, np.vectorize(lambda v: 1 / v, otypes=[object])(c))
+    return elementwise_scale(low, a, np.vectorize(lambda v: 1 / v, otypes=[object])(c))
 
 
 # --- products ----------------------------------------------------------------------------------------
@@ -399,33 +410,38 @@ def matmul(low: Lowering, a, b) -> Tensor:
             raise NodeError(f"weight of shape {list(w.shape)} does not fit input {list(a.shape)}")
         mat = w if w.ndim == 2 else w.reshape(-1, 1)
         k, n = mat.shape
+        low.check_entries(a.shape[:-1] + (n,), "the product")
+        low.charge(a.size * n, "MatMul")
         columns = [[(i, mat[i, j]) for i in range(k) if mat[i, j]] for j in range(n)]
         lead = a.size // k
         terms = [[(r * k + i, c) for i, c in col] for r in range(lead) for col in columns]
         shape = a.shape[:-1] + ((n,) if w.ndim == 2 else ())
-        return a.linear(shape, terms)
+        return low.linear(a, shape, terms)
     w = fractions(a)
     x = b
     if w.ndim not in (1, 2) or len(x.shape) < 2 and w.ndim == 2 and w.shape[1] != x.shape[0]:
         raise NodeError(f"constant of shape {list(w.shape)} does not fit input {list(x.shape)}")
     if len(x.shape) == 1:
         mat = w if w.ndim == 2 else w.reshape(1, -1)
+        low.charge(mat.size, "MatMul")
         terms = [[(i, mat[m, i]) for i in range(mat.shape[1]) if mat[m, i]] for m in range(mat.shape[0])]
-        return x.linear((mat.shape[0],) if w.ndim == 2 else (), terms)
+        return low.linear(x, (mat.shape[0],) if w.ndim == 2 else (), terms)
     kdim, n = x.shape[-2], x.shape[-1]
     mat = w if w.ndim == 2 else w.reshape(1, -1)
     if mat.shape[1] != kdim:
         raise NodeError(f"constant of shape {list(w.shape)} does not fit input {list(x.shape)}")
+    low.charge(x.size * mat.shape[0], "MatMul")
     batch = x.size // (kdim * n)
     terms = [[(bt * kdim * n + i * n + j, mat[m, i]) for i in range(kdim) if mat[m, i]]
              for bt in range(batch) for m in range(mat.shape[0]) for j in range(n)]
     shape = x.shape[:-2] + ((mat.shape[0],) if w.ndim == 2 else ()) + (n,)
-    return x.linear(shape, terms)
+    return low.linear(x, shape, terms)
 
 
 def op_matmul(low, node, args):
     a, b = args
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        low.charge(np.size(a) * (np.shape(b)[-1] if np.ndim(b) else 1), "MatMul of constants")
         return fractions(a).dot(fractions(b))
     return matmul(low, a, b)
 
@@ -439,12 +455,12 @@ def op_gemm(low, node, args):
     y = matmul(low, a, b)
     alpha, beta = attr(node, "alpha", ONE), attr(node, "beta", ONE)
     if alpha != ONE:
-        y = elementwise_scale(y, np.array(alpha, dtype=object))
+        y = elementwise_scale(low, y, np.array(alpha, dtype=object))
     c = optional(args, 2)
     if c is not None and beta != 0:
-        c = elementwise_scale(c, np.array(beta, dtype=object)) if isinstance(c, Tensor) else fractions(c) * beta
+        c = elementwise_scale(low, c, np.array(beta, dtype=object)) if isinstance(c, Tensor) else fractions(c) * beta
         shape = y.shape
-        y = elementwise_sum(y, low.as_tensor(c), ONE)
+        y = elementwise_sum(low, y, low.as_tensor(c), ONE)
         if y.shape != shape:
             raise NodeError(f"the bias does not broadcast to the product {list(shape)}")
     return y
@@ -481,6 +497,8 @@ def op_conv(low, node, args):
         raise NodeError(f"kernel {list(w.shape)} with {group} group(s) does not fit input {list(x.shape)}")
     strides, pads, dilations = _window_attrs(node, spatial, kernel)
     out = output_spatial(spatial, kernel, strides, pads, dilations, False)
+    low.check_entries((n, m, *out), "the Conv output")
+    low.charge(n * m * math.prod(out) * per_group * math.prod(kernel), "Conv")
     taps = [inside for _, inside, _ in windows(spatial, kernel, strides, pads, dilations, False)]
     grid = x.grid()
     b = [Fraction(0)] * m if bias is None else list(fractions(constant(bias, "the bias")).ravel())
@@ -492,10 +510,189 @@ def op_conv(low, node, args):
                 terms.append([(int(grid[(batch, first + c) + ipos]), w[(oc, c) + kpos])
                               for c in range(per_group) for ipos, kpos in inside if w[(oc, c) + kpos]])
                 out_bias.append(b[oc])
-    return x.linear((n, m, *out), terms, out_bias)
+    return low.linear(x, (n, m, *out), terms, out_bias)
 
 
-def _pool_windows(node, x: Tensor, global_pool: bool):
+def op_conv_transpose(low, node, args):
+    """The transpose of ``Conv``: input position ``i`` and kernel position ``k`` add
+    ``x[i]·W[k]`` to output position ``i·stride − pad_begin + k·dilation`` (an affine map)."""
+    x = constant_free(args[0])
+    w = fractions(constant(args[1], "the kernel"))
+    bias = optional(args, 2)
+    n, channels, *spatial = x.shape
+    c, per_group, *kernel = w.shape
+    group = attr(node, "group", 1)
+    d = len(spatial)
+    if c != channels or channels % group or len(kernel) != d:
+        raise NodeError(f"kernel {list(w.shape)} with {group} group(s) does not fit input {list(x.shape)}")
+    m = per_group * group
+    strides = attr(node, "strides", [1] * d)
+    dilations = attr(node, "dilations", [1] * d)
+    extra = attr(node, "output_padding", [0] * d)
+    span = [(k - 1) * dil + 1 for k, dil in zip(kernel, dilations)]
+    full = [s * (i - 1) + e + sp for s, i, e, sp in zip(strides, spatial, extra, span)]
+    shape = attr(node, "output_shape", None)
+    auto = attr(node, "auto_pad", "NOTSET")
+    if shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+        out = list(shape)[-d:] if shape is not None else [i * s for i, s in zip(spatial, strides)]
+        total = [f - o for f, o in zip(full, out)]
+        if min(total) < 0:
+            raise NodeError(f"output_shape {out} is larger than the full transposed output {full}")
+        lower = auto == "SAME_LOWER"
+        begin = [t - t // 2 if lower else t // 2 for t in total]
+    else:
+        if auto not in ("NOTSET", "VALID"):
+            raise NodeError(f"auto_pad {auto!r}")
+        pads = [0] * (2 * d) if auto == "VALID" else attr(node, "pads", [0] * (2 * d))
+        begin = pads[:d]
+        out = [f - b - e for f, b, e in zip(full, pads[:d], pads[d:])]
+    if min(out) < 1:
+        raise NodeError(f"the transposed output {out} is empty")
+    low.check_entries((n, m, *out), "the ConvTranspose output")
+    low.charge(n * m * math.prod(out) + n * c * per_group * math.prod(spatial) * math.prod(kernel), "ConvTranspose")
+    from itertools import product
+    taps: dict[tuple, list] = {}
+    for ipos in product(*(range(i) for i in spatial)):
+        for kpos in product(*(range(k) for k in kernel)):
+            opos = tuple(i * s - b + k * dil for i, s, b, k, dil in zip(ipos, strides, begin, kpos, dilations))
+            if all(0 <= o < size for o, size in zip(opos, out)):
+                taps.setdefault(opos, []).append((ipos, kpos))
+    grid = x.grid()
+    b = [ZERO] * m if bias is None else list(fractions(constant(bias, "the bias")).ravel())
+    terms, out_bias = [], []
+    for batch in range(n):
+        for oc in range(m):
+            g, j = divmod(oc, per_group)
+            ins = range(g * (channels // group), (g + 1) * (channels // group))
+            for opos in product(*(range(o) for o in out)):
+                terms.append([(int(grid[(batch, ic) + ipos]), w[(ic, j) + kpos])
+                              for ipos, kpos in taps.get(opos, ()) for ic in ins if w[(ic, j) + kpos]])
+                out_bias.append(b[oc])
+    return low.linear(x, (n, m, *out), terms, out_bias)
+
+
+def _source_index(o: int, scale: Fraction, size_in: int, size_out: int, transform: str, nearest: str) -> int:
+    """The input index ``Resize`` (mode ``nearest``) reads for output index ``o``, computed exactly
+    from the ONNX definition (coordinate transformation, then rounding, then clamping)."""
+    if transform == "asymmetric":
+        x = o / scale
+    elif transform in ("half_pixel", "pytorch_half_pixel"):
+        x = (o + Fraction(1, 2)) / scale - Fraction(1, 2) if transform == "half_pixel" or size_out > 1 else ZERO
+    elif transform == "align_corners":
+        x = Fraction(o * (size_in - 1), size_out - 1) if size_out > 1 else ZERO
+    elif transform == "tf_half_pixel_for_nn":
+        x = (o + Fraction(1, 2)) / scale
+    else:
+        raise NodeError(f"coordinate_transformation_mode {transform!r}")
+    floor, ceil = math.floor(x), math.ceil(x)
+    if nearest == "floor":
+        i = floor
+    elif nearest == "ceil":
+        i = ceil
+    elif nearest in ("round_prefer_floor", "round_prefer_ceil"):
+        half = x - floor
+        i = floor if half < Fraction(1, 2) or (half == Fraction(1, 2) and nearest == "round_prefer_floor") else ceil
+    else:
+        raise NodeError(f"nearest_mode {nearest!r}")
+    return min(max(i, 0), size_in - 1)
+
+
+def op_resize(low, node, args):
+    """``Resize``/``Upsample`` in mode ``nearest``: every output entry is one input entry (a
+    selection); its index follows the ONNX rule exactly, on the scales' exact float values."""
+    x = args[0]
+    mode = attr(node, "mode", "nearest")
+    if mode != "nearest":
+        raise NodeError(f"mode {mode!r}: only 'nearest' (a selection) is lowered; linear and cubic "
+                        "interpolation are refused")
+    rank = len(x.shape)
+    if node.op_type == "Upsample":
+        scales, sizes = optional(args, 1), None
+        scales = attr(node, "scales") if scales is None else scales
+        transform, nearest = "asymmetric", "floor"
+    else:
+        if attr(node, "axes", None) is not None or attr(node, "keep_aspect_ratio_policy", "stretch") != "stretch":
+            raise NodeError("axes and keep_aspect_ratio_policy are not supported")
+        if optional(args, 1) is not None and np.asarray(constant(args[1], "the roi")).size:
+            if attr(node, "coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize":
+                raise NodeError("tf_crop_and_resize")
+        scales, sizes = optional(args, 2), optional(args, 3)
+        transform = attr(node, "coordinate_transformation_mode", "half_pixel")
+        nearest = attr(node, "nearest_mode", "round_prefer_floor")
+    if sizes is not None and np.asarray(constant(sizes, "the sizes")).size:
+        out = ints(sizes)
+        scales = [Fraction(o, i) for o, i in zip(out, x.shape)]
+    elif scales is not None and np.asarray(constant(scales, "the scales")).size:
+        scales = list(fractions(scales).ravel()) if not isinstance(scales, list) else scales
+        if any(s <= 0 for s in scales):
+            raise NodeError(f"non-positive scale in {[float(s) for s in scales]}")
+        out = [math.floor(i * s) for i, s in zip(x.shape, scales)]
+    else:
+        raise NodeError("neither scales nor sizes is given")
+    if len(out) != rank or min(out) < 1:
+        raise NodeError(f"output shape {out} for input {list(x.shape)}")
+    low.check_entries(out, "the Resize output")
+    index = [np.array([_source_index(o, s, i, n, transform, nearest) for o in range(n)], dtype=np.int64)
+             for i, n, s in zip(x.shape, out, scales)]
+
+    def select(g):
+        for axis, picks in enumerate(index):
+            g = np.take(g, picks, axis=axis)
+        return g
+    return _layout(x, select)
+
+
+def op_depth_to_space(low, node, args):
+    """Channels to ``blocksize × blocksize`` spatial blocks (``DCR`` or ``CRD`` order): a permutation."""
+    x = args[0]
+    b, mode = attr(node, "blocksize"), attr(node, "mode", "DCR")
+    n, c, h, w = x.shape
+    if c % (b * b):
+        raise NodeError(f"{c} channels are not a multiple of blocksize² = {b * b}")
+    if mode == "DCR":
+        make = lambda g: g.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)  # noqa: E731
+    elif mode == "CRD":
+        make = lambda g: g.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)  # noqa: E731
+    else:
+        raise NodeError(f"mode {mode!r}")
+    return _layout(x, lambda g: make(g).reshape(n, c // (b * b), h * b, w * b))
+
+
+def op_space_to_depth(low, node, args):
+    """Spatial ``blocksize × blocksize`` blocks to channels: a permutation."""
+    x = args[0]
+    b = attr(node, "blocksize")
+    n, c, h, w = x.shape
+    if h % b or w % b:
+        raise NodeError(f"spatial size {[h, w]} is not a multiple of blocksize {b}")
+    return _layout(x, lambda g: g.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+                   .reshape(n, c * b * b, h // b, w // b))
+
+
+def op_gather_nd(low, node, args):
+    """``GatherND`` with constant indices: a selection of entries (or slices)."""
+    data, indices = args[0], np.asarray(constant(args[1], "the indices"))
+    batch = attr(node, "batch_dims", 0)
+    shape = data.shape
+    depth = indices.shape[-1]
+    if indices.dtype.kind not in "iu" or batch + depth > len(shape):
+        raise NodeError(f"indices of shape {list(indices.shape)} for data {list(shape)}")
+    bounds = np.array(shape[batch:batch + depth])
+    if ((indices < -bounds) | (indices >= bounds)).any():
+        raise NodeError("an index is out of range")
+    indices = np.where(indices < 0, indices + bounds, indices)
+    low.check_entries(indices.shape[:-1] + tuple(shape[batch + depth:]), "the GatherND output")
+
+    def take(g):
+        lead = g.shape[:batch]
+        flat_g = g.reshape((-1,) + g.shape[batch:])
+        flat_i = indices.reshape((math.prod(lead), -1, depth)) if batch else indices.reshape(1, -1, depth)
+        parts = [fg[tuple(fi.T)] for fg, fi in zip(flat_g, flat_i)] if batch else [g[tuple(flat_i[0].T)]]
+        return np.stack(parts).reshape(indices.shape[:-1] + g.shape[batch + depth:])
+    return _layout(data, take)
+
+
+def _pool_windows(low, node, x: Tensor, global_pool: bool):
     n, channels, *spatial = x.shape
     if global_pool:
         kernel, strides, pads, dilations, ceil = spatial, [1] * len(spatial), [0] * (2 * len(spatial)), \
@@ -505,6 +702,8 @@ def _pool_windows(node, x: Tensor, global_pool: bool):
         strides, pads, dilations = _window_attrs(node, spatial, kernel)
         ceil = bool(attr(node, "ceil_mode", 0))
     out = output_spatial(spatial, kernel, strides, pads, dilations, ceil)
+    low.check_entries((n, channels, *out), "the pooling output")
+    low.charge(n * channels * math.prod(out) * math.prod(kernel), "pooling")
     return (n, channels, *out), list(windows(spatial, kernel, strides, pads, dilations, ceil))
 
 
@@ -512,7 +711,7 @@ def op_maxpool(low, node, args, global_pool=False):
     x = constant_free(args[0])
     if len(node.output) > 1 and node.output[1]:
         raise NodeError("the Indices output is not a function of the values")
-    shape, wins = _pool_windows(node, x, global_pool)
+    shape, wins = _pool_windows(low, node, x, global_pool)
     grid = x.grid()
     units = []
     for batch in range(shape[0]):
@@ -531,7 +730,7 @@ def op_global_maxpool(low, node, args):
 
 def op_avgpool(low, node, args, global_pool=False):
     x = constant_free(args[0])
-    shape, wins = _pool_windows(node, x, global_pool)
+    shape, wins = _pool_windows(low, node, x, global_pool)
     include_pad = not global_pool and attr(node, "count_include_pad", 0)
     grid = x.grid()
     terms = []
@@ -540,7 +739,7 @@ def op_avgpool(low, node, args, global_pool=False):
             for _, inside, padded in wins:
                 share = Fraction(1, padded if include_pad else len(inside))
                 terms.append([(int(grid[(batch, c) + ipos]), share) for ipos, _ in inside])
-    return x.linear(shape, terms)
+    return low.linear(x, shape, terms)
 
 
 def op_global_avgpool(low, node, args):
@@ -569,7 +768,7 @@ def op_batchnorm(low, node, args):
     channels[1] = len(factor)
     f = np.array(factor, dtype=object).reshape(channels)
     t = np.array([b - mu * fc for b, mu, fc in zip(shift, mean, factor)], dtype=object).reshape(channels)
-    return elementwise_sum(elementwise_scale(x, f), low.as_tensor(t), ONE)
+    return elementwise_sum(low, elementwise_scale(low, x, f), low.as_tensor(t), ONE)
 
 
 ROOT_BITS = 64
@@ -592,7 +791,7 @@ def inverse_square_root(q: Fraction) -> tuple[Fraction, Fraction]:
 
 
 # --- reductions ----------------------------------------------------------------------------------------
-def _reduction_groups(node, args, x: Tensor):
+def _reduction_groups(low, node, args, x: Tensor):
     rank = len(x.shape)
     axes = _axes(node, args)
     if not axes:
@@ -600,6 +799,7 @@ def _reduction_groups(node, args, x: Tensor):
             return None, None
         axes = list(range(rank))
     axes = sorted(axis_of(a, rank) for a in axes)
+    low.charge(x.size, "a reduction")
     kept = [i for i in range(rank) if i not in axes]
     keepdims = attr(node, "keepdims", 1)
     shape = [1 if i in axes else d for i, d in enumerate(x.shape)] if keepdims else [x.shape[i] for i in kept]
@@ -609,7 +809,7 @@ def _reduction_groups(node, args, x: Tensor):
 
 def op_reduce_max(low, node, args, sign=ONE):
     x = constant_free(args[0])
-    shape, groups = _reduction_groups(node, args, x)
+    shape, groups = _reduction_groups(low, node, args, x)
     if shape is None:
         return x
     units = [[(x.affine.rows[k], x.affine.bias[k]) for k in g] for g in groups]
@@ -624,10 +824,10 @@ def op_reduce_min(low, node, args):
 
 def op_reduce_mean(low, node, args, mean=True):
     x = constant_free(args[0])
-    shape, groups = _reduction_groups(node, args, x)
+    shape, groups = _reduction_groups(low, node, args, x)
     if shape is None:
         return x
-    return x.linear(shape, [[(k, Fraction(1, len(g)) if mean else ONE) for k in g] for g in groups])
+    return low.linear(x, shape, [[(k, Fraction(1, len(g)) if mean else ONE) for k in g] for g in groups])
 
 
 def op_reduce_sum(low, node, args):
@@ -700,7 +900,7 @@ def clip(low, x, lo: Fraction | None, hi: Fraction | None):
     units = [[(r, b - c), ({}, ZERO)] for c in (lo, hi) for r, b in zip(rows, bias)]
     both = low.maxout((2, x.size), units)
     n = x.size
-    return both.linear(x.shape, [[(i, ONE), (n + i, -ONE)] for i in range(n)], [lo] * n)
+    return low.linear(both, x.shape, [[(i, ONE), (n + i, -ONE)] for i in range(n)], [lo] * n)
 
 
 def op_hard_sigmoid(low, node, args):
@@ -710,8 +910,8 @@ def op_hard_sigmoid(low, node, args):
     x = args[0]
     if not isinstance(x, Tensor):
         return clip(low, fractions(x) * alpha + beta, ZERO, ONE)
-    y = elementwise_scale(x, np.array(alpha, dtype=object))
-    return clip(low, elementwise_sum(y, low.as_tensor(np.array(beta, dtype=object)), ONE), ZERO, ONE)
+    y = elementwise_scale(low, x, np.array(alpha, dtype=object))
+    return clip(low, elementwise_sum(low, y, low.as_tensor(np.array(beta, dtype=object)), ONE), ZERO, ONE)
 
 
 def op_max(low, node, args, sign=ONE):
@@ -737,7 +937,9 @@ OPERATORS = {
     "Expand": op_expand, "Pad": op_pad, "Gather": op_gather, "Slice": op_slice, "Shape": op_shape,
     "Cast": op_cast, "CastLike": op_cast_like, "Constant": op_constant, "ConstantOfShape": op_constant_of_shape,
     "Add": op_add, "Sub": op_sub, "Neg": op_neg, "Mul": op_mul, "Div": op_div, "Mod": op_mod,
-    "MatMul": op_matmul, "Gemm": op_gemm, "Conv": op_conv,
+    "MatMul": op_matmul, "Gemm": op_gemm, "Conv": op_conv, "ConvTranspose": op_conv_transpose,
+    "Resize": op_resize, "Upsample": op_resize, "DepthToSpace": op_depth_to_space, "SpaceToDepth": op_space_to_depth,
+    "GatherND": op_gather_nd,
     "AveragePool": op_avgpool, "GlobalAveragePool": op_global_avgpool, "BatchNormalization": op_batchnorm,
     "ReduceMean": op_reduce_mean, "ReduceSum": op_reduce_sum,
     "Relu": op_relu, "Abs": op_abs, "LeakyRelu": op_leaky_relu, "PRelu": op_prelu, "Clip": op_clip,

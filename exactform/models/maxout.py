@@ -60,6 +60,8 @@ class MaxoutNet:
     layers: list[MaxoutLayer]
     readout_weight: Matrix
     readout_bias: list[Fraction]
+    provenance: tuple[str, ...] = ()
+    """What an importer changed on the way (``import --strip-softmax``), one sentence each."""
 
     FORMAT = "exactform/maxout@1"
 
@@ -147,14 +149,14 @@ class MaxoutNet:
             "layers": [{"weight": [encode_rows(ws) for ws in layer.weight],
                         "bias": [encode_row(bs) for bs in layer.bias]} for layer in self.layers],
             "readout": {"weight": encode_rows(self.readout_weight), "bias": encode_row(self.readout_bias)},
-        }
+        } | ({"provenance": list(self.provenance)} if self.provenance else {})
 
     def digest(self) -> str:
         return sha256(self.to_json())
 
     @classmethod
     def from_json(cls, doc: Reader) -> "MaxoutNet":
-        doc.dict({"format", "input_dim", "domain", "layers", "readout"})
+        doc.dict({"format", "input_dim", "domain", "layers", "readout"}, optional={"provenance"})
         check_format(doc, cls.FORMAT)
         dim = doc.field("input_dim").int(minimum=1)
         domain = Box.from_json(doc.field("domain"), dim)
@@ -175,7 +177,10 @@ class MaxoutNet:
         if not weight:
             raise ro.field("weight").error("a network needs at least one output")
         bias = ro.field("bias").vector(len(weight), sparse=True)
-        return cls(domain, layers, weight, bias)
+        provenance = ()
+        if "provenance" in doc.value:
+            provenance = tuple(p.str() for p in doc.field("provenance").list())
+        return cls(domain, layers, weight, bias, provenance)
 
 
 def homogeneous(points: list[list[Fraction]]) -> QMatrix:
