@@ -1,4 +1,5 @@
-"""Importers of real networks (ONNX, ``.nnet``, ``torch.save``) → exact ``MaxoutNet``, chosen by suffix."""
+"""Importers of real networks (ONNX, ``.nnet``, ``torch.save``, ``torch.export``) → exact
+``MaxoutNet``, chosen by suffix."""
 from __future__ import annotations
 
 from fractions import Fraction
@@ -8,7 +9,9 @@ from ..formats import InputError
 from ..models import Box, MaxoutNet
 from ..models.box import domain_box
 
-SUFFIXES = {".onnx": "onnx", ".nnet": "nnet", ".pt": "torch", ".pth": "torch"}
+SUFFIXES = {".onnx": "onnx", ".nnet": "nnet", ".pt": "torch", ".pth": "torch", ".pt2": "export"}
+SHAPED = ("torch",)
+"""Kinds whose files do not state their input shape (``--input-shape``)."""
 
 
 def _kind(path: str) -> str:
@@ -22,37 +25,47 @@ def _kind(path: str) -> str:
 
 def import_network(path: str, domain: list[tuple[Fraction, Fraction]], input_shape=None,
                    notes: list[str] | None = None, domain_source: str = "--domain",
-                   broadcast: bool = True) -> MaxoutNet:
+                   broadcast: bool = True, strip_softmax: bool = False) -> MaxoutNet:
     """``domain``: one ``(lower, upper)`` pair for every input, or a single pair for all of them;
-    ``input_shape``: the tensor shape of a torch module's input (ONNX and .nnet files carry theirs);
-    ``notes`` collects what the conversion had to round (BatchNormalization square roots);
-    ``broadcast``: whether a single pair may stand for every input."""
+    ``input_shape``: the tensor shape of a torch module's input (ONNX, ``.nnet`` and ``.pt2`` files
+    carry theirs: giving one for them is an error); ``notes`` collects what the conversion had to
+    round (BatchNormalization square roots); ``broadcast``: whether a single pair may stand for
+    every input; ``strip_softmax``: drop a final Softmax/LogSoftmax (said in the net's provenance)."""
     kind = _kind(path)
+    if input_shape is not None and kind not in SHAPED:
+        raise InputError(path, "--input-shape", f"this file states its own input shape; --input-shape is only "
+                         f"for .pt files")
 
     def box(dim: int) -> Box:
         return domain_box(domain, dim, domain_source, broadcast)
 
     if kind == "onnx":
         from .onnx import load_onnx
-        return load_onnx(path, box, notes)
+        return load_onnx(path, box, notes, strip_softmax=strip_softmax)
     if kind == "nnet":
         from .nnet import load_nnet
         return load_nnet(path, box)
+    if kind == "export":
+        from .export import load_export
+        return load_export(path, box, notes, strip_softmax)
     from .torch import load_torch
-    return load_torch(path, box, input_shape, notes)
+    return load_torch(path, box, input_shape, notes, strip_softmax)
 
 
 def reference(path: str, input_shape=None):
-    """The source's own float evaluation for the self-check: ``(f(points) -> outputs, name)``."""
+    """The source's own float evaluation for the self-check: ``f(points) -> outputs`` with the
+    attributes ``source`` (what evaluates, in which float type) and ``tolerance``."""
     kind = _kind(path)
     if kind == "onnx":
         from .onnx import onnxruntime_reference
-        run = onnxruntime_reference(path)
-        return run, run.source
+        return onnxruntime_reference(path)
     if kind == "torch":
         from .torch import default_input_shape, load_module, torch_reference
         module = load_module(path)
         shape = tuple(input_shape) if input_shape is not None else default_input_shape(module, path)
-        return torch_reference(module, shape), "torch (float64)"
+        return torch_reference(module, shape)
+    if kind == "export":
+        from .export import export_reference
+        return export_reference(path)
     from .nnet import nnet_reference
-    return nnet_reference(path), "the .nnet text in float64"
+    return nnet_reference(path)

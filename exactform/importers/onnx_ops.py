@@ -338,6 +338,33 @@ def op_constant(low, node, args):
     return value
 
 
+def _constant_map(rule):
+    """An elementwise operator on constants only (index arithmetic), exact on ``Fraction``/int."""
+    def op(low, node, args):
+        x = np.asarray(constant(args[0], f"the {node.op_type} operand"))
+        if x.dtype != object:
+            return np.vectorize(lambda v: int(rule(int(v))), otypes=[np.int64])(x) if x.size else x
+        out = np.empty(x.shape, dtype=object)
+        out.ravel()[:] = [Fraction(rule(v)) for v in x.ravel().tolist()]
+        return out
+    return op
+
+
+op_floor, op_ceil = _constant_map(math.floor), _constant_map(math.ceil)
+op_sign = _constant_map(lambda v: (v > 0) - (v < 0))
+
+
+def op_range(low, node, args):
+    """``start, start + delta, …`` below ``limit`` (constants only: shape arithmetic)."""
+    start, limit, delta = (np.asarray(constant(a, "a Range operand")).ravel()[0] for a in args)
+    if delta == 0:
+        raise NodeError("delta is 0")
+    count = max(0, math.ceil(Fraction(limit - start) / Fraction(delta)))
+    check_entries([count], "the Range output")
+    values = [start + k * delta for k in range(count)]
+    return np.array(values, dtype=object if any(isinstance(v, Fraction) for v in values) else np.int64)
+
+
 def op_constant_of_shape(low, node, args):
     value = attr(node, "value")
     fill = value.ravel()[0] if value is not None else Fraction(0)
@@ -935,7 +962,7 @@ OPERATORS = {
     "Identity": op_identity, "Dropout": op_identity, "Flatten": op_flatten, "Reshape": op_reshape,
     "Squeeze": op_squeeze, "Unsqueeze": op_unsqueeze, "Transpose": op_transpose, "Concat": op_concat,
     "Expand": op_expand, "Pad": op_pad, "Gather": op_gather, "Slice": op_slice, "Shape": op_shape,
-    "Cast": op_cast, "CastLike": op_cast_like, "Constant": op_constant, "ConstantOfShape": op_constant_of_shape,
+    "Cast": op_cast, "CastLike": op_cast_like, "Constant": op_constant, "Range": op_range, "Floor": op_floor, "Ceil": op_ceil, "Sign": op_sign, "ConstantOfShape": op_constant_of_shape,
     "Add": op_add, "Sub": op_sub, "Neg": op_neg, "Mul": op_mul, "Div": op_div, "Mod": op_mod,
     "MatMul": op_matmul, "Gemm": op_gemm, "Conv": op_conv, "ConvTranspose": op_conv_transpose,
     "Resize": op_resize, "Upsample": op_resize, "DepthToSpace": op_depth_to_space, "SpaceToDepth": op_space_to_depth,
