@@ -77,7 +77,8 @@ def test_torch_cnn_file_with_input_shape(tmp_path):
     assert r.returncode == 2 and "--input-shape" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     r = cli("import", tmp_path / "cnn.pt", "--domain", "0:1", "--input-shape", "1,1,6,6", "-o", tmp_path / "cnn.json")
     assert r.returncode == 0, r.stderr
-    assert "torch (float64)" in r.stdout and "agrees" in r.stdout and "BatchNormalization" in r.stdout
+    assert "torch in float64" in r.stdout and "tolerance 1e-06 for this reference): agrees" in r.stdout
+    assert "BatchNormalization" in r.stdout
 
 
 def test_state_dict_and_custom_class_get_one_line(tmp_path):
@@ -200,3 +201,104 @@ def test_a_file_onnxruntime_cannot_run_is_one_line_unless_no_verify(tmp_path):
     assert not (tmp_path / "m.json").exists()
     r = cli("import", tmp_path / "m.onnx", "--domain", "-1:1", "-o", tmp_path / "m.json", "--no-verify")
     assert r.returncode == 0 and (tmp_path / "m.json").exists()
+
+
+# --- issue 26: honest self-check, --strip-softmax, messages --------------------------------------
+def test_self_check_of_a_torch_file_states_its_reference_and_a_tolerance_that_catches_a_wrong_weight(tmp_path):
+    """Finding 3: the import is exact to the traced graph's float32 slope; torch in float64 uses the
+    Python float 0.2, so they differ (~1e-9), well inside 1e-6; a weight moved by 1e-5 is not."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.LeakyReLU(0.2), nn.Linear(4, 2)).eval()
+    torch.save(model, tmp_path / "l.pt")
+    r = cli("import", tmp_path / "l.pt", "--domain", "-1:1", "-o", tmp_path / "l.json", "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    check = summary["self_check"]
+    assert check["source"] == "torch in float64" and check["tolerance"] == 1e-6 and 0 < check["worst"] < 1e-6
+    assert "float32" in summary["exact_to"]
+    net = load_model(tmp_path / "l.json")
+    wrong = type(net)(net.domain, net.layers, [[w * (1 + Fraction(1, 10**5)) for w in row] for row in net.readout_weight],
+                      net.readout_bias)
+    assert not self_check(wrong, torch_reference(model, (1, 3))).ok
+
+
+def test_strip_softmax_is_named_by_the_refusal_and_said_on_stderr_and_in_the_provenance(tmp_path):
+    """Finding 4."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 3), nn.LogSoftmax(dim=1)).eval()
+    torch.onnx.export(model, (torch.zeros(1, 3),), str(tmp_path / "s.onnx"), dynamo=False)
+    r = cli("import", tmp_path / "s.onnx", "--domain", "-1:1", "-o", tmp_path / "s.json")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--strip-softmax" in r.stderr
+    assert not (tmp_path / "s.json").exists()
+    r = cli("import", tmp_path / "s.onnx", "--domain", "-1:1", "-o", tmp_path / "s.json", "--strip-softmax",
+            "--no-verify")
+    assert r.returncode == 0, r.stderr
+    assert "LogSoftmax" in r.stderr and "argmax" in r.stderr
+    net = load_model(tmp_path / "s.json")
+    assert len(net.provenance) == 1 and "LogSoftmax" in net.provenance[0]
+    x = [Fraction(1, 2), Fraction(-1, 3), Fraction(1)]
+    with torch.no_grad():
+        logits = model[:-1].double()(torch.tensor([[float(v) for v in x]], dtype=torch.float64))[0].tolist()
+    assert max(abs(float(e) - f) for e, f in zip(net(x), logits)) < 1e-9
+
+
+def test_a_custom_class_file_points_to_from_torch_and_to_torch_export(tmp_path):
+    """Finding 2: the refusal names the safe paths; the .pt2 of the same module imports exactly."""
+    torch.manual_seed(3)
+    module = Skip().eval()
+    torch.save(module, tmp_path / "skip.pt")
+    r = cli("import", tmp_path / "skip.pt", "--domain", "0:1", "-o", tmp_path / "o.json")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "exactform.from_torch(module, domain, input_shape=" in r.stderr and ".pt2" in r.stderr
+    torch.export.save(torch.export.export(module, (torch.zeros(1, 3),)), tmp_path / "skip.pt2")
+    r = cli("import", tmp_path / "skip.pt2", "--domain", "0:1", "-o", tmp_path / "o.json", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["self_check"]["source"] == "torch.export program in float64"
+    assert load_model(tmp_path / "o.json")([Fraction(1, 3)] * 3) == from_module(module, (0, 1))([Fraction(1, 3)] * 3)
+
+
+def test_input_shape_with_a_file_that_states_its_shape_is_exit_2(tmp_path):
+    """Finding 6: --input-shape with an ONNX file was silently ignored."""
+    r = cli("import", "data/acasxu/ACASXU_run2a_1_1_batch_2000.onnx", "--domain", "-1:1", "--input-shape", "1,5",
+            "-o", tmp_path / "a.json")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--input-shape" in r.stderr
+    assert not (tmp_path / "a.json").exists()
+
+
+@pytest.mark.parametrize("layer,says", [(nn.Sigmoid(), "'Sigmoid'"),
+                                        (nn.Upsample(scale_factor=2, mode="bilinear"), "'nearest'")])
+def test_a_torch_file_refusal_is_one_line_without_dumps_or_warnings(tmp_path, layer, says):
+    """Finding 6: no TorchScript dump, no torch warning before the error line."""
+    model = nn.Sequential(nn.Conv2d(1, 1, 1), layer, nn.Flatten()).eval()
+    torch.save(model, tmp_path / "m.pt")
+    r = cli("import", tmp_path / "m.pt", "--domain", "0:1", "--input-shape", "1,1,2,2", "-o", tmp_path / "m.json")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and says in r.stderr, r.stderr
+    assert r.stderr.startswith("exactform: error: ") and not r.stdout
+
+
+def test_an_onnx_file_named_pt_is_named_as_onnx(tmp_path):
+    """Finding 6: it was told that it 'needs a class'."""
+    import shutil
+    shutil.copy("data/acasxu/ACASXU_run2a_1_1_batch_2000.onnx", tmp_path / "a.pt")
+    r = cli("import", tmp_path / "a.pt", "--domain", "-1:1", "-o", tmp_path / "a.json")
+    assert r.returncode == 2 and "an ONNX model" in r.stderr and "NET.onnx" in r.stderr
+
+
+def test_external_data_outside_the_models_folder_is_refused_saying_why(tmp_path):
+    """Finding 6: it was refused as 'ValidationError' without saying why."""
+    import onnx
+    from onnx import TensorProto, helper
+    (tmp_path / "model").mkdir()
+    (tmp_path / "secret.bin").write_bytes(np.ones(4, np.float32).tobytes())
+    w = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2, 2])
+    w.data_location = TensorProto.EXTERNAL
+    for k, v in {"location": "../secret.bin", "offset": "0", "length": "16"}.items():
+        entry = w.external_data.add()
+        entry.key, entry.value = k, v
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])], [w])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "model" / "m.onnx"))
+    r = cli("import", tmp_path / "model" / "m.onnx", "--domain", "-1:1", "-o", tmp_path / "m.json")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "outside the model's folder" in r.stderr and "'w'" in r.stderr

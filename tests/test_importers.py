@@ -183,3 +183,176 @@ def test_onnx_max_of_affine_maps_is_a_maxout_layer(tmp_path):
     x = np.array([[float(v) for v in p] for p in pts], dtype=np.float32)
     y = ort.InferenceSession(str(path)).run(None, {"x": x})[0]
     assert max(abs(Fraction(float(f)) - e[0]) for f, e in zip(y[:, 0], exact)) < Fraction(1, 10 ** 5)
+
+
+# --- issue 26, finding 5: sizes and work bounded before anything is materialised ------------------
+def _hostile(path, nodes, inits=(), in_shape=(1, 2), out_shape=None, raw=()):
+    """A graph over input ``x``; ``raw``: ``(name, dims)`` initializers declared with no data."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    tensors = [numpy_helper.from_array(np.asarray(v), n) for n, v in inits]
+    tensors += [onnx.TensorProto(name=n, data_type=TensorProto.FLOAT, dims=list(d)) for n, d in raw]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(in_shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)], tensors)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return str(path)
+
+
+HOSTILE = {
+    # a 10^8-entry Expand of the input (the issue's 176-byte file)
+    "expand": (lambda p: _hostile(p, [__import__("onnx").helper.make_node("Expand", ["x", "s"], ["y"])],
+                                  [("s", np.array([10**4, 10**4], np.int64))], (1, 1)), "Expand output"),
+    # ConstantOfShape [10^5, 10^5] (a numpy MemoryError traceback)
+    "constant_of_shape": (lambda p: _hostile(p, [
+        __import__("onnx").helper.make_node("ConstantOfShape", ["s"], ["c"]),
+        __import__("onnx").helper.make_node("Add", ["x", "c"], ["y"])], [("s", np.array([10**5, 10**5], np.int64))]),
+        "ConstantOfShape output"),
+    # a layer whose Transformer compile refuses (40,000 ReLU units; the issue's had 10^6)
+    "wide_layer": (lambda p: _hostile(p, [__import__("onnx").helper.make_node("MatMul", ["x", "w"], ["h"]),
+                                          __import__("onnx").helper.make_node("Relu", ["h"], ["y"])],
+                                      [("w", np.ones((2, 40000), np.float32))]), "compile refuses"),
+    # an initializer declaring 10^10 entries (no data): refused from its dimensions
+    "declared_dims": (lambda p: _hostile(p, [__import__("onnx").helper.make_node("MatMul", ["x", "w"], ["y"])],
+                                         raw=[("w", (2, 5 * 10**9))]), "initializer 'w'"),
+    # a broadcast of two constants to 10^8 entries
+    "folded_broadcast": (lambda p: _hostile(p, [__import__("onnx").helper.make_node("Add", ["a", "b"], ["c"]),
+                                                __import__("onnx").helper.make_node("Add", ["x", "c"], ["y"])],
+                                            [("a", np.zeros((10**4, 1), np.float32)),
+                                             ("b", np.zeros((1, 10**4), np.float32))]), "folded constant"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_sizes_are_refused_from_shapes_in_one_line(tmp_path, case):
+    make, says = HOSTILE[case]
+    path = make(tmp_path / "h.onnx")
+    r = cli("import", path, "--domain", "-1:1", "-o", str(tmp_path / "h.json"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and says in r.stderr, r.stderr
+    assert "documented limit" in r.stderr and not (tmp_path / "h.json").exists()
+
+
+def test_an_unused_initializer_is_never_converted(tmp_path, monkeypatch):
+    """The issue's 72 MB file spent 215 s converting an 18M-entry initializer nothing reads."""
+    from onnx import helper
+
+    import exactform.importers.onnx as onnx_importer
+    path = _hostile(tmp_path / "u.onnx", [helper.make_node("Relu", ["x"], ["y"])],
+                    [("unused", np.ones(10**6, np.float32))])
+    sizes = []
+    real = onnx_importer.exact_array
+    monkeypatch.setattr(onnx_importer, "exact_array", lambda a, what: sizes.append(a.size) or real(a, what))
+    net = import_network(path, UNIT)
+    assert net([Fraction(-1), Fraction(1, 3)]) == [Fraction(0), Fraction(1, 3)] and sizes == []
+
+
+def test_the_work_bound_refuses_before_the_terms_are_written(monkeypatch, tmp_path):
+    """A product whose terms exceed the work limit is refused by the charge, not by running out."""
+    from onnx import helper
+
+    import exactform.importers.graph as graph
+    monkeypatch.setattr(graph, "MAX_TERMS", 1000)
+    path = _hostile(tmp_path / "w.onnx", [helper.make_node("MatMul", ["x", "w"], ["y"])],
+                    [("w", np.ones((2, 600), np.float32))])
+    with pytest.raises(InputError, match="work limit is 1,000"):
+        import_network(path, UNIT)
+    monkeypatch.setattr(graph, "MAX_TERMS", 10**6)
+    assert import_network(path, UNIT)([Fraction(1), Fraction(2)]) == [Fraction(3)] * 600
+
+
+# --- issue 26, finding 2: torch.export programs are read as data -----------------------------------
+def _program(tmp_path, dynamic=False):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxscript")
+    from torch import nn
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).eval()
+    shapes = ({0: torch.export.Dim("batch", min=2, max=8)},) if dynamic else None
+    path = tmp_path / "p.pt2"
+    torch.export.save(torch.export.export(model, (torch.zeros(2 if dynamic else 1, 3),), dynamic_shapes=shapes), path)
+    return path
+
+
+def _rewrite(path, edit):
+    """The archive at ``path`` with member ``name`` replaced by ``edit(name, data)`` (None drops it)."""
+    import zipfile
+    with zipfile.ZipFile(path) as z:
+        members = [(i.filename, z.read(i)) for i in z.infolist()]
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members:
+            data = edit(name, data)
+            if data is not None:
+                z.writestr(name, data)
+    return path
+
+
+def _json_edit(member, change):
+    import json
+
+    def edit(name, data):
+        if not name.endswith(member):
+            return data
+        doc = json.loads(data)
+        change(doc)
+        return json.dumps(doc).encode()
+    return edit
+
+
+def test_a_program_imports_without_unpickling_anything(tmp_path, monkeypatch):
+    import pickle
+
+    import torch
+    path = _program(tmp_path)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("unpickling was attempted")
+    monkeypatch.setattr(torch, "load", refuse)
+    monkeypatch.setattr(pickle, "loads", refuse)
+    monkeypatch.setattr(pickle, "Unpickler", refuse)
+    net = import_network(str(path), UNIT)
+    assert net.widths == [3, 4]
+
+
+def _set_target(doc):
+    doc["graph_module"]["graph"]["nodes"][0]["target"] = "torch.save"
+
+
+def _set_pickle(doc):
+    next(iter(doc["config"].values()))["use_pickle"] = True
+
+
+def _set_guard(doc):
+    doc["guards_code"] = ["__import__('pathlib').Path('PWNED').touch()"]
+
+
+def _set_trace(doc):
+    doc["graph_module"]["graph"]["nodes"][0]["metadata"]["stack_trace"] = "x\n__import__('pathlib').Path('PWNED').touch()"
+
+
+@pytest.mark.parametrize("tamper,says", [
+    (lambda p: _rewrite(p, _json_edit("models/model.json", _set_target)), "not an ATen operator"),
+    (lambda p: _rewrite(p, _json_edit("model_weights_config.json", _set_pickle)), "would run code"),
+    (lambda p: _rewrite(p, lambda n, d: d if not n.endswith("archive_version") else d)
+     and __import__("zipfile").ZipFile(p, "a").writestr(p.stem + "/data/aotinductor/model.so", b"\x7fELF"),
+     "not part of a plain torch.export program"),
+    (lambda p: p.write_bytes(b"PK\x03\x04" + b"\x00" * 100) and p, "not a torch.export program"),
+])
+def test_a_tampered_program_is_one_line(tmp_path, tamper, says):
+    path = _program(tmp_path)
+    tamper(path)
+    r = cli("import", str(path), "--domain", "-1:1", "-o", str(tmp_path / "p.json"), cwd=tmp_path)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and says in r.stderr, r.stderr
+    assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("change", [_set_guard, _set_trace])
+def test_guard_code_and_metadata_of_a_program_never_run(tmp_path, change):
+    path = _rewrite(_program(tmp_path), _json_edit("models/model.json", change))
+    r = cli("import", str(path), "--domain", "-1:1", "-o", str(tmp_path / "p.json"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_a_program_with_dynamic_shapes_is_refused_before_sympy_parses_them(tmp_path):
+    path = _program(tmp_path, dynamic=True)
+    r = cli("import", str(path), "--domain", "-1:1", "-o", str(tmp_path / "p.json"))
+    assert r.returncode == 2 and "static shapes" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -28,20 +28,23 @@ class NodeError(Exception):
 
 
 MAX_ENTRIES = 10**6
-"""Largest tensor built (entries, input-dependent or constant): ``compile`` refuses a Maxout layer
-of more than about 33,000 units (``layout.MAX_WIDTH``), so a larger value is never needed."""
+"""Largest input-dependent tensor built (entries): ``compile`` refuses a Maxout layer of more than
+about 33,000 units (``layout.MAX_WIDTH``), so a much larger value is never needed."""
+MAX_CONSTANT = 5 * 10**6
+"""Largest constant built (entries): ``compile`` refuses a Transformer of more than
+``layout.MAX_NONZEROS`` (10⁷) non-zero parameters, two per non-zero weight of the net."""
 MAX_TERMS = 3 * 10**7
 """Largest number of exact terms (one weight times one entry) written over one import, counted
 before each operator writes them; about a minute of work, and an order of magnitude above the
 largest net ``compile`` accepts (``layout.MAX_NONZEROS`` non-zero Transformer parameters)."""
 
 
-def check_entries(shape, what: str) -> None:
-    """Refuse a tensor of more than ``MAX_ENTRIES`` entries, from its shape alone."""
+def check_entries(shape, what: str, limit: int = MAX_ENTRIES) -> None:
+    """Refuse a tensor of more than ``limit`` entries, from its shape alone."""
     size = prod(int(d) for d in shape)
-    if size > MAX_ENTRIES:
-        raise NodeError(f"{what} would have {size:,} entries (shape {[int(d) for d in shape]}); the "
-                        f"documented limit is {MAX_ENTRIES:,}")
+    if size > limit:
+        raise NodeError(f"{what} would have {size:,} entries (shape {[int(d) for d in shape][:8]}); the "
+                        f"documented limit is {limit:,}")
 
 
 @dataclass(frozen=True)

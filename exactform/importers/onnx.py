@@ -14,7 +14,7 @@ from math import prod
 
 from ..formats import InputError
 from ..models import Box, MaxoutNet
-from .graph import Lowering, NodeError, Tensor, check_entries
+from .graph import MAX_CONSTANT, Lowering, NodeError, Tensor, check_entries
 from .onnx_ops import OPERATORS, exact_array
 
 
@@ -195,7 +195,7 @@ def _initializer(low: Lowering, init, path: str):
     """An initializer as an exact constant, its size checked from its dimensions first."""
     from onnx import numpy_helper
     try:
-        check_entries(init.dims, "it")
+        check_entries(init.dims, "it", MAX_CONSTANT)
         low.charge(prod(init.dims), f"initializer {init.name!r}")
         return exact_array(numpy_helper.to_array(init), "a value")
     except NodeError as e:
@@ -232,7 +232,7 @@ def onnxruntime_reference(path: str):
                     .astype(np.float64).ravel().tolist() for p in points]
         except Exception as e:
             raise _unrunnable(path, e) from None
-    run.source = f"{source} ({np.dtype(dtype).name})"
+    run.dtype, run.source = dtype, f"{source} ({np.dtype(dtype).name})"
     run.tolerance = 1e-9 if dtype == np.float64 else 1e-3
     return run
 

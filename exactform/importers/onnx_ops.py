@@ -20,8 +20,8 @@ import numpy as np
 
 from ..numbers import from_float, outward_decimals
 from .affine import ONE, ZERO, Affine
-from .graph import (Lowering, NodeError, Tensor, broadcast_pieces, check_entries, elementwise_scale, elementwise_sum, negate,
-                    output_spatial, windows)
+from .graph import (MAX_CONSTANT, MAX_ENTRIES, Lowering, NodeError, Tensor, broadcast_pieces, check_entries,
+                    elementwise_scale, elementwise_sum, negate, output_spatial, windows)
 
 
 # --- values and attributes -----------------------------------------------------------------------
@@ -108,7 +108,7 @@ def _layout(x, make):
         return x.gather(make(x.grid()))
     x = np.asarray(x)
     picks = make(np.arange(x.size).reshape(x.shape))
-    check_entries(picks.shape, "the rearranged constant")
+    check_entries(picks.shape, "the rearranged constant", MAX_CONSTANT)
     return x.ravel()[picks]
 
 
@@ -173,7 +173,8 @@ def op_transpose(low, node, args):
 
 def op_concat(low, node, args):
     axis = attr(node, "axis")
-    low.check_entries([sum(math.prod(a.shape) for a in args)], "the Concat output")
+    low.check_entries([sum(math.prod(a.shape) for a in args)], "the Concat output",
+                      MAX_ENTRIES if any(isinstance(a, Tensor) for a in args) else MAX_CONSTANT)
     if not any(isinstance(a, Tensor) for a in args):
         return np.concatenate(args, axis=axis)
     parts = [low.as_tensor(a) for a in args]
@@ -189,7 +190,7 @@ def op_expand(low, node, args):
     """Broadcast to ``shape`` (bidirectionally: the output shape is the broadcast of both)."""
     x, shape = args[0], ints(constant(args[1], "the shape"))
     out = tuple(np.broadcast_shapes(tuple(x.shape), tuple(shape)))
-    low.check_entries(out, "the Expand output")
+    low.check_entries(out, "the Expand output", MAX_ENTRIES if isinstance(x, Tensor) else MAX_CONSTANT)
     return _layout(x, lambda g: np.broadcast_to(g, out))
 
 
@@ -218,7 +219,8 @@ def op_pad(low, node, args):
         widths[a] = [pads[i], pads[len(axes) + i]]
     crop = tuple(slice(max(0, -b), n - max(0, -e)) for (b, e), n in zip(widths, x.shape))
     grow = [(max(0, b), max(0, e)) for b, e in widths]
-    low.check_entries([max(0, n + b + e) for (b, e), n in zip(widths, x.shape)], "the Pad output")
+    low.check_entries([max(0, n + b + e) for (b, e), n in zip(widths, x.shape)], "the Pad output",
+                      MAX_ENTRIES if isinstance(x, Tensor) else MAX_CONSTANT)
     if not isinstance(x, Tensor):
         x = fractions(x)[crop]
         return np.pad(x, grow, mode, constant_values=value) if mode == "constant" else np.pad(x, grow, mode)
@@ -360,7 +362,7 @@ def op_range(low, node, args):
     if delta == 0:
         raise NodeError("delta is 0")
     count = max(0, math.ceil(Fraction(limit - start) / Fraction(delta)))
-    check_entries([count], "the Range output")
+    check_entries([count], "the Range output", MAX_CONSTANT)
     values = [start + k * delta for k in range(count)]
     return np.array(values, dtype=object if any(isinstance(v, Fraction) for v in values) else np.int64)
 
@@ -371,16 +373,22 @@ def op_constant_of_shape(low, node, args):
     shape = ints(constant(args[0], "the shape"))
     if min(shape, default=1) < 0:
         raise NodeError(f"negative size in {shape}")
-    low.check_entries(shape, "the ConstantOfShape output")
+    low.check_entries(shape, "the ConstantOfShape output", MAX_CONSTANT)
     out = np.empty(shape, dtype=object if isinstance(fill, Fraction) else np.int64)
     out.fill(fill)
     return out
 
 
 # --- elementwise arithmetic ------------------------------------------------------------------------
+def _fold_shape(*constants) -> None:
+    """Refuse a fold of constants whose broadcast result is too large, before it exists."""
+    check_entries(np.broadcast_shapes(*(np.shape(c) for c in constants)), "the folded constant", MAX_CONSTANT)
+
+
 def op_add(low, node, args, sign=ONE):
     a, b = args
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        _fold_shape(a, b)
         return a + b if sign == ONE else a - b
     return elementwise_sum(low, low.as_tensor(a), low.as_tensor(b), sign)
 
@@ -399,6 +407,7 @@ def op_mul(low, node, args):
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         raise NodeError("multiplies two input-dependent values (not affine)")
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        _fold_shape(a, b)
         return a * b
     x, c = (a, b) if isinstance(a, Tensor) else (b, a)
     return elementwise_scale(low, x, fractions(c))
@@ -407,6 +416,7 @@ def op_mul(low, node, args):
 def op_mod(low, node, args):
     """Remainder of integer constants (shape arithmetic): the divisor's sign, or C's ``fmod``."""
     a, b = (np.asarray(constant(v, "a Mod operand")) for v in args)
+    _fold_shape(a, b)
     if a.dtype == object or b.dtype == object:
         raise NodeError("Mod of non-integer constants")
     return np.fmod(a, b) if attr(node, "fmod", 0) else np.mod(a, b)
@@ -417,6 +427,7 @@ def op_div(low, node, args):
     if isinstance(b, Tensor):
         raise NodeError("divides by an input-dependent value (not affine)")
     if not isinstance(a, Tensor):
+        _fold_shape(a, b)
         if a.dtype != object and b.dtype != object:      # integer division truncates toward zero
             return (np.abs(a) // np.abs(b)) * np.sign(a) * np.sign(b)
         return fractions(a) / fractions(b)
@@ -944,6 +955,7 @@ def op_hard_sigmoid(low, node, args):
 def op_max(low, node, args, sign=ONE):
     if not any(isinstance(a, Tensor) for a in args):
         fold = np.maximum if sign == ONE else np.minimum
+        _fold_shape(*args)
         out = args[0]
         for a in args[1:]:
             out = fold(out, a)
