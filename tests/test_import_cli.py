@@ -217,8 +217,8 @@ def test_self_check_of_a_torch_file_states_its_reference_and_a_tolerance_that_ca
     assert check["source"] == "torch in float64" and check["tolerance"] == 1e-6 and 0 < check["worst"] < 1e-6
     assert "float32" in summary["exact_to"]
     net = load_model(tmp_path / "l.json")
-    wrong = type(net)(net.domain, net.layers, [[w * (1 + Fraction(1, 10**5)) for w in row] for row in net.readout_weight],
-                      net.readout_bias)
+    moved = [[w * (1 + Fraction(1, 10**5)) for w in row] for row in net.readout_weight]
+    wrong = type(net)(net.domain, net.layers, moved, net.readout_bias)
     assert not self_check(wrong, torch_reference(model, (1, 3))).ok
 
 

@@ -6,8 +6,6 @@ coverage cannot regress silently. The tolerance 10⁻⁶ is far above float64 ro
 rounding of Python-float constants (a LeakyReLU slope), far below a wrong weight."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import warnings
 from fractions import Fraction
 
@@ -22,8 +20,8 @@ from exactform.formats import InputError  # noqa: E402
 from exactform.importers import import_network  # noqa: E402
 from exactform.importers.verify import sample_points  # noqa: E402
 
-pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.filterwarnings("ignore::UserWarning"),
-              pytest.mark.filterwarnings("ignore::FutureWarning")]
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+              pytest.mark.filterwarnings("ignore::UserWarning"), pytest.mark.filterwarnings("ignore::FutureWarning")]
 UNIT = [(Fraction(-1), Fraction(1))]
 TOLERANCE = 1e-6
 
@@ -82,7 +80,7 @@ FAMILIES = {
                                           nn.Linear(4, 2)), (1, 4)),
     "dropout2d": (lambda: nn.Sequential(nn.Conv2d(1, 2, 2), nn.Dropout2d(0.3), nn.ReLU(), nn.Flatten()), (1, 1, 3, 3)),
     "conv_transpose": (lambda: nn.Sequential(nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1, output_padding=1),
-                                             nn.ReLU(), nn.ConvTranspose2d(3, 1, 2, dilation=2, groups=1), nn.Flatten()),
+                                             nn.ReLU(), nn.ConvTranspose2d(3, 1, 2, dilation=2), nn.Flatten()),
                        (1, 2, 2, 3)),
     "conv_transpose1d": (lambda: nn.Sequential(nn.ConvTranspose1d(2, 4, 3, stride=2, groups=2), nn.ReLU(),
                                                nn.Flatten()), (1, 2, 3)),

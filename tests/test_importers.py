@@ -325,7 +325,8 @@ def _set_guard(doc):
 
 
 def _set_trace(doc):
-    doc["graph_module"]["graph"]["nodes"][0]["metadata"]["stack_trace"] = "x\n__import__('pathlib').Path('PWNED').touch()"
+    node = doc["graph_module"]["graph"]["nodes"][0]
+    node["metadata"]["stack_trace"] = "x\n__import__('pathlib').Path('PWNED').touch()"
 
 
 @pytest.mark.parametrize("tamper,says", [

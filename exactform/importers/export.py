@@ -22,6 +22,7 @@ exporter (unoptimised: no constant folding), which turns the program into ONNX f
 from __future__ import annotations
 
 import json
+import operator
 import os
 import re
 import zipfile
@@ -39,13 +40,14 @@ PARTS = re.compile(r"(models/model\.json|data/(weights|constants)/(model_(weight
 
 
 def load_program(path: str):
-    """The ``ExportedProgram`` in ``path``, after the checks above; its one input's shape."""
+    """The ``ExportedProgram`` in ``path``, after the checks above (made before torch is imported);
+    its one input's shape and dtype."""
+    program = _checked_program(path)
     import torch
-    from torch._export.serde.serialize import ExportedProgramDeserializer, _dict_to_dataclass
     from torch._export.serde import schema
+    from torch._export.serde.serialize import ExportedProgramDeserializer, _dict_to_dataclass
     from torch.export.pt2_archive._package import PT2ArchiveReader, _load_constants, _load_state_dict
 
-    program = _checked_program(path)
     try:
         serialized = _dict_to_dataclass(schema.ExportedProgram, program)
         with PT2ArchiveReader(path) as reader:
@@ -59,6 +61,11 @@ def load_program(path: str):
     except Exception as e:  # torch's deserializer raises many types on inconsistent archives
         raise InputError(path, "", f"not a readable torch.export program ({type(e).__name__}: "
                          f"{(str(e).strip().splitlines() or [''])[0][:120]})") from None
+    for node in ep.graph.nodes:
+        aten = isinstance(node.target, torch._ops.OpOverload) and node.target.namespace == "aten"
+        if node.op not in ("placeholder", "output") and not (node.op == "call_function" and
+                                                             (aten or node.target is operator.getitem)):
+            raise InputError(path, f"node {node.name}", f"{node.op} {str(node.target)[:60]!r} is not an ATen operator")
     users = [s for s in ep.graph_signature.input_specs if s.kind == torch.export.graph_signature.InputKind.USER_INPUT]
     placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
     if len(users) != 1 or len(ep.graph_signature.user_outputs) != 1:
@@ -133,8 +140,8 @@ def _check_graph(program: dict, path: str) -> None:
                              "static shapes")
     for k, node in enumerate(graph["nodes"]):
         where = f"graph_module.graph.nodes[{k}]"
-        if not isinstance(node, dict) or not isinstance(node.get("target"), str) or not TARGET.fullmatch(node["target"]):
-            target = node.get("target") if isinstance(node, dict) else None
+        target = node.get("target") if isinstance(node, dict) else None
+        if not isinstance(target, str) or not TARGET.fullmatch(target):
             raise InputError(path, where, f"target {str(target)[:80]!r} is not an ATen operator; only ATen "
                              "operators are run")
         node["metadata"] = {}
@@ -169,11 +176,11 @@ def _contains_key(value, key: str) -> bool:
 
 def load_export(path: str, domain, notes: list[str] | None = None, strip_softmax: bool = False) -> MaxoutNet:
     """``domain(input_dim) -> Box``: the program's exact net (through the dynamo ONNX exporter)."""
+    ep, shape, dtype = load_program(path)
     import torch
 
     from .onnx import load_onnx
     from .torch import export_program
-    ep, shape, dtype = load_program(path)
     try:
         model = export_program(ep, torch.zeros(shape, dtype=dtype))
     except Exception as e:  # the exporter raises many types
@@ -185,10 +192,10 @@ def load_export(path: str, domain, notes: list[str] | None = None, strip_softmax
 def export_reference(path: str):
     """``f(points) -> outputs``: the program run by torch in float64 (weights widen exactly), or in
     its own float type where it does not run in float64."""
+    ep, shape, dtype = load_program(path)
     import torch
 
     from .torch import TORCH_TOLERANCE
-    ep, shape, dtype = load_program(path)
     module = ep.module()
     example = torch.zeros(shape, dtype=torch.float64)
     try:

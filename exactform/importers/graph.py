@@ -99,23 +99,23 @@ class Lowering:
         self.terms = 0
         """Terms written so far (``charge``)."""
         check_entries(input_shape, "the input")
-        self.check_width([prod(input_shape)], 1)
-
-    check_entries = staticmethod(check_entries)
+        self.check_width(prod(input_shape), 1)
 
     def charge(self, terms: int, what: str) -> None:
         """Count ``terms`` about to be written; refuse once the import would exceed ``MAX_TERMS``."""
         self.terms += terms
         if self.terms > MAX_TERMS:
             raise NodeError(f"{what} would bring the import to {self.terms:,} exact terms; the documented "
-                            f"work limit is {MAX_TERMS:,} (the net would be far beyond what compile accepts)")
+                            f"work limit is {MAX_TERMS:,}")
 
-    def check_width(self, widths: list[int], rank: int) -> None:
-        """Refuse layers whose Transformer ``compile`` refuses: width ``1 + T + 3·max n_l``."""
+    @staticmethod
+    def check_width(units: int, rank: int) -> None:
+        """Refuse a layer (or input) of ``units`` whose Transformer ``compile`` refuses: its width
+        ``1 + T + 3·max n_l`` is at least ``1 + rank + 3·units``."""
         from ..layout import MAX_WIDTH
-        width = 1 + rank + 3 * max(widths)
+        width = 1 + rank + 3 * units
         if width > MAX_WIDTH:
-            raise NodeError(f"a Maxout layer of {max(widths):,} units and rank {rank} gives a Transformer of "
+            raise NodeError(f"a Maxout layer of {units:,} units and rank {rank} gives a Transformer of "
                             f"width {width:,}, which compile refuses (documented limit {MAX_WIDTH:,})")
 
     def as_tensor(self, value, shape=None) -> Tensor:
@@ -137,7 +137,7 @@ class Lowering:
         """``signs[i] · max`` of unit ``i``'s pieces, as a tensor of ``shape``; closes the frame."""
         live = [n for n, v in self.values.items() if isinstance(v, Tensor) and self.last_use.get(n, -1) > self.step]
         rank = max((len(u) for u in units), default=1)
-        self.check_width([len(units) + sum(self.values[n].size for n in live)], rank)
+        self.check_width(len(units) + sum(self.values[n].size for n in live), rank)
         pieces = sum(len(u) for u in units) + sum(self.values[n].size for n in live)
         self.charge(pieces * self.tracer.width, "a Maxout layer (dense rows)")
         units_affine, carried = self.tracer.close(units, [self.values[n].affine for n in live])

@@ -173,8 +173,8 @@ def op_transpose(low, node, args):
 
 def op_concat(low, node, args):
     axis = attr(node, "axis")
-    low.check_entries([sum(math.prod(a.shape) for a in args)], "the Concat output",
-                      MAX_ENTRIES if any(isinstance(a, Tensor) for a in args) else MAX_CONSTANT)
+    check_entries([sum(math.prod(a.shape) for a in args)], "the Concat output",
+                  MAX_ENTRIES if any(isinstance(a, Tensor) for a in args) else MAX_CONSTANT)
     if not any(isinstance(a, Tensor) for a in args):
         return np.concatenate(args, axis=axis)
     parts = [low.as_tensor(a) for a in args]
@@ -190,7 +190,7 @@ def op_expand(low, node, args):
     """Broadcast to ``shape`` (bidirectionally: the output shape is the broadcast of both)."""
     x, shape = args[0], ints(constant(args[1], "the shape"))
     out = tuple(np.broadcast_shapes(tuple(x.shape), tuple(shape)))
-    low.check_entries(out, "the Expand output", MAX_ENTRIES if isinstance(x, Tensor) else MAX_CONSTANT)
+    check_entries(out, "the Expand output", MAX_ENTRIES if isinstance(x, Tensor) else MAX_CONSTANT)
     return _layout(x, lambda g: np.broadcast_to(g, out))
 
 
@@ -219,8 +219,8 @@ def op_pad(low, node, args):
         widths[a] = [pads[i], pads[len(axes) + i]]
     crop = tuple(slice(max(0, -b), n - max(0, -e)) for (b, e), n in zip(widths, x.shape))
     grow = [(max(0, b), max(0, e)) for b, e in widths]
-    low.check_entries([max(0, n + b + e) for (b, e), n in zip(widths, x.shape)], "the Pad output",
-                      MAX_ENTRIES if isinstance(x, Tensor) else MAX_CONSTANT)
+    check_entries([max(0, n + b + e) for (b, e), n in zip(widths, x.shape)], "the Pad output",
+                  MAX_ENTRIES if isinstance(x, Tensor) else MAX_CONSTANT)
     if not isinstance(x, Tensor):
         x = fractions(x)[crop]
         return np.pad(x, grow, mode, constant_values=value) if mode == "constant" else np.pad(x, grow, mode)
@@ -373,7 +373,7 @@ def op_constant_of_shape(low, node, args):
     shape = ints(constant(args[0], "the shape"))
     if min(shape, default=1) < 0:
         raise NodeError(f"negative size in {shape}")
-    low.check_entries(shape, "the ConstantOfShape output", MAX_CONSTANT)
+    check_entries(shape, "the ConstantOfShape output", MAX_CONSTANT)
     out = np.empty(shape, dtype=object if isinstance(fill, Fraction) else np.int64)
     out.fill(fill)
     return out
@@ -448,7 +448,7 @@ def matmul(low: Lowering, a, b) -> Tensor:
             raise NodeError(f"weight of shape {list(w.shape)} does not fit input {list(a.shape)}")
         mat = w if w.ndim == 2 else w.reshape(-1, 1)
         k, n = mat.shape
-        low.check_entries(a.shape[:-1] + (n,), "the product")
+        check_entries(a.shape[:-1] + (n,), "the product")
         low.charge(a.size * n, "MatMul")
         columns = [[(i, mat[i, j]) for i in range(k) if mat[i, j]] for j in range(n)]
         lead = a.size // k
@@ -535,7 +535,7 @@ def op_conv(low, node, args):
         raise NodeError(f"kernel {list(w.shape)} with {group} group(s) does not fit input {list(x.shape)}")
     strides, pads, dilations = _window_attrs(node, spatial, kernel)
     out = output_spatial(spatial, kernel, strides, pads, dilations, False)
-    low.check_entries((n, m, *out), "the Conv output")
+    check_entries((n, m, *out), "the Conv output")
     low.charge(n * m * math.prod(out) * per_group * math.prod(kernel), "Conv")
     taps = [inside for _, inside, _ in windows(spatial, kernel, strides, pads, dilations, False)]
     grid = x.grid()
@@ -586,7 +586,7 @@ def op_conv_transpose(low, node, args):
         out = [f - b - e for f, b, e in zip(full, pads[:d], pads[d:])]
     if min(out) < 1:
         raise NodeError(f"the transposed output {out} is empty")
-    low.check_entries((n, m, *out), "the ConvTranspose output")
+    check_entries((n, m, *out), "the ConvTranspose output")
     low.charge(n * m * math.prod(out) + n * c * per_group * math.prod(spatial) * math.prod(kernel), "ConvTranspose")
     from itertools import product
     taps: dict[tuple, list] = {}
@@ -669,7 +669,7 @@ def op_resize(low, node, args):
         raise NodeError("neither scales nor sizes is given")
     if len(out) != rank or min(out) < 1:
         raise NodeError(f"output shape {out} for input {list(x.shape)}")
-    low.check_entries(out, "the Resize output")
+    check_entries(out, "the Resize output")
     index = [np.array([_source_index(o, s, i, n, transform, nearest) for o in range(n)], dtype=np.int64)
              for i, n, s in zip(x.shape, out, scales)]
 
@@ -719,7 +719,7 @@ def op_gather_nd(low, node, args):
     if ((indices < -bounds) | (indices >= bounds)).any():
         raise NodeError("an index is out of range")
     indices = np.where(indices < 0, indices + bounds, indices)
-    low.check_entries(indices.shape[:-1] + tuple(shape[batch + depth:]), "the GatherND output")
+    check_entries(indices.shape[:-1] + tuple(shape[batch + depth:]), "the GatherND output")
 
     def take(g):
         lead = g.shape[:batch]
@@ -740,7 +740,7 @@ def _pool_windows(low, node, x: Tensor, global_pool: bool):
         strides, pads, dilations = _window_attrs(node, spatial, kernel)
         ceil = bool(attr(node, "ceil_mode", 0))
     out = output_spatial(spatial, kernel, strides, pads, dilations, ceil)
-    low.check_entries((n, channels, *out), "the pooling output")
+    check_entries((n, channels, *out), "the pooling output")
     low.charge(n * channels * math.prod(out) * math.prod(kernel), "pooling")
     return (n, channels, *out), list(windows(spatial, kernel, strides, pads, dilations, ceil))
 
@@ -974,7 +974,8 @@ OPERATORS = {
     "Identity": op_identity, "Dropout": op_identity, "Flatten": op_flatten, "Reshape": op_reshape,
     "Squeeze": op_squeeze, "Unsqueeze": op_unsqueeze, "Transpose": op_transpose, "Concat": op_concat,
     "Expand": op_expand, "Pad": op_pad, "Gather": op_gather, "Slice": op_slice, "Shape": op_shape,
-    "Cast": op_cast, "CastLike": op_cast_like, "Constant": op_constant, "Range": op_range, "Floor": op_floor, "Ceil": op_ceil, "Sign": op_sign, "ConstantOfShape": op_constant_of_shape,
+    "Cast": op_cast, "CastLike": op_cast_like, "Constant": op_constant, "ConstantOfShape": op_constant_of_shape,
+    "Range": op_range, "Floor": op_floor, "Ceil": op_ceil, "Sign": op_sign,
     "Add": op_add, "Sub": op_sub, "Neg": op_neg, "Mul": op_mul, "Div": op_div, "Mod": op_mod,
     "MatMul": op_matmul, "Gemm": op_gemm, "Conv": op_conv, "ConvTranspose": op_conv_transpose,
     "Resize": op_resize, "Upsample": op_resize, "DepthToSpace": op_depth_to_space, "SpaceToDepth": op_space_to_depth,
