@@ -302,3 +302,15 @@ def test_external_data_outside_the_models_folder_is_refused_saying_why(tmp_path)
     r = cli("import", tmp_path / "model" / "m.onnx", "--domain", "-1:1", "-o", tmp_path / "m.json")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "outside the model's folder" in r.stderr and "'w'" in r.stderr
+
+
+def test_the_torchscript_exporters_graph_dump_never_reaches_the_terminal(tmp_path):
+    """Finding 6: the TorchScript exporter prints its graph from C++ when it gives up (here on an
+    adaptive pooling whose output size does not divide the input); the import goes on through
+    torch.export, and prints nothing of it."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 2, 2), nn.AdaptiveAvgPool2d(2), nn.Flatten()).eval()
+    torch.save(model, tmp_path / "p.pt")
+    r = cli("import", tmp_path / "p.pt", "--domain", "0:1", "--input-shape", "1,1,4,4", "-o", tmp_path / "p.json")
+    assert r.returncode == 0, r.stderr
+    assert "Torch IR" not in r.stdout + r.stderr and r.stdout.startswith("imported ") and not r.stderr

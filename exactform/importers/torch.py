@@ -20,7 +20,9 @@ import contextlib
 import copy
 import io
 import logging
+import os
 import re
+import sys
 import warnings
 import zipfile
 from fractions import Fraction
@@ -97,16 +99,29 @@ def _refuse_other_formats(path: str) -> None:
 
 @contextlib.contextmanager
 def quiet():
-    """The exporters' warnings, log lines and prints held back (errors are reported in one line)."""
+    """The exporters' warnings, log lines and prints held back, their C++ ones too (the
+    TorchScript exporter writes its graph dump to file descriptor 1): errors are one line."""
     logger = logging.getLogger("torch")
     level = logger.level
     logger.setLevel(logging.ERROR)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    sink = os.open(os.devnull, os.O_WRONLY)
     try:
+        os.dup2(sink, 1)
+        os.dup2(sink, 2)
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
                 contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
             yield
     finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, sink):
+            os.close(fd)
         logger.setLevel(level)
 
 
