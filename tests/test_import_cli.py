@@ -230,10 +230,13 @@ def test_strip_softmax_is_named_by_the_refusal_and_said_on_stderr_and_in_the_pro
     r = cli("import", tmp_path / "s.onnx", "--domain", "-1:1", "-o", tmp_path / "s.json")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--strip-softmax" in r.stderr
     assert not (tmp_path / "s.json").exists()
-    r = cli("import", tmp_path / "s.onnx", "--domain", "-1:1", "-o", tmp_path / "s.json", "--strip-softmax",
-            "--no-verify")
+    r = cli("import", tmp_path / "s.onnx", "--domain", "-1:1", "-o", tmp_path / "s.json", "--strip-softmax")
     assert r.returncode == 0, r.stderr
-    assert "LogSoftmax" in r.stderr and "argmax" in r.stderr
+    assert "LogSoftmax" in r.stderr and "argmax" in r.stderr and "agrees" in r.stdout     # against the logits
+    assert cli("compile", tmp_path / "s.json", "-o", tmp_path / "t.json").returncode == 0
+    assert cli("certify", tmp_path / "s.json", tmp_path / "t.json", "-o", tmp_path / "c.json").returncode == 0
+    r = cli("check", tmp_path / "c.json", "--maxout", tmp_path / "s.json", "--transformer", tmp_path / "t.json")
+    assert r.returncode == 0, r.stdout + r.stderr
     net = load_model(tmp_path / "s.json")
     assert len(net.provenance) == 1 and "LogSoftmax" in net.provenance[0]
     x = [Fraction(1, 2), Fraction(-1, 3), Fraction(1)]

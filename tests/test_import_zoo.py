@@ -17,8 +17,8 @@ pytest.importorskip("onnxscript")
 from torch import nn  # noqa: E402
 
 from exactform.formats import InputError  # noqa: E402
-from exactform.importers import import_network  # noqa: E402
-from exactform.importers.verify import sample_points  # noqa: E402
+from exactform.importers import import_network, reference  # noqa: E402
+from exactform.importers.verify import sample_points, self_check  # noqa: E402
 
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
               pytest.mark.filterwarnings("ignore::UserWarning"), pytest.mark.filterwarnings("ignore::FutureWarning")]
@@ -188,4 +188,5 @@ def test_strip_softmax_gives_the_logits_and_says_so(tmp_path, fmt):
     for exact, floats in zip(net.evaluate_batch(points), float64_outputs(logits, shape, points), strict=True):
         assert max(abs(float(e) - f) for e, f in zip(exact, floats)) < TOLERANCE
     assert len(net.provenance) == 1 and "Softmax" in net.provenance[0] and "argmax" in net.provenance[0]
+    assert self_check(net, reference(path, shape if fmt == "pt" else None, strip_softmax=True)).ok
     assert net.to_json()["provenance"] == list(net.provenance)

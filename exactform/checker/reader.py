@@ -142,7 +142,7 @@ Transformer = NamedTuple("Transformer", [("box", list), ("tokens", int), ("width
 def read_maxout(v, where) -> Maxout:
     if isinstance(v, dict) and v.get("format") != "exactform/maxout@1":
         _fail(f"{where}.format", f"expected \"exactform/maxout@1\" (a Maxout net), got {str(v.get('format'))[:40]!r}")
-    fields(v, where, ("format", "input_dim", "domain", "layers", "readout"))
+    fields(v, where, ("format", "input_dim", "domain", "layers", "readout"), ("provenance",))
     n = integer(v["input_dim"], f"{where}.input_dim", 1)
     layers = []
     for l, layer in enumerate(items(v["layers"], f"{where}.layers", nonempty=True)):

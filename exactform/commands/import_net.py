@@ -71,7 +71,7 @@ def run(args) -> int:
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            check = self_check(net, reference(args.net, shape), count=args.samples)
+            check = self_check(net, reference(args.net, shape, args.strip_softmax), count=args.samples)
         summary["self_check"] = {"points": check.points, "worst": check.worst, "tolerance": check.tolerance,
                                  "source": check.source, "agrees": check.ok}
         lines.append(check.line())

@@ -52,20 +52,25 @@ def import_network(path: str, domain: list[tuple[Fraction, Fraction]], input_sha
     return load_torch(path, box, input_shape, notes, strip_softmax)
 
 
-def reference(path: str, input_shape=None):
+def reference(path: str, input_shape=None, strip_softmax: bool = False):
     """The source's own float evaluation for the self-check: ``f(points) -> outputs`` with the
-    attributes ``source`` (what evaluates, in which float type) and ``tolerance``."""
+    attributes ``source`` (what evaluates, in which float type) and ``tolerance``; with
+    ``strip_softmax``, of the source without its final Softmax/LogSoftmax."""
     kind = _kind(path)
     if kind == "onnx":
         from .onnx import onnxruntime_reference
-        return onnxruntime_reference(path)
+        return onnxruntime_reference(path, strip_softmax)
     if kind == "torch":
+        from torch import nn
+
         from .torch import default_input_shape, load_module, torch_reference
         module = load_module(path)
         shape = tuple(input_shape) if input_shape is not None else default_input_shape(module, path)
+        if strip_softmax and isinstance(module, nn.Sequential) and isinstance(module[-1], (nn.Softmax, nn.LogSoftmax)):
+            module = module[:-1]
         return torch_reference(module, shape)
     if kind == "export":
         from .export import export_reference
-        return export_reference(path)
+        return export_reference(path, strip_softmax)
     from .nnet import nnet_reference
     return nnet_reference(path)

@@ -189,21 +189,33 @@ def load_export(path: str, domain, notes: list[str] | None = None, strip_softmax
     return load_onnx(path, domain, notes, model=model, strip_softmax=strip_softmax)
 
 
-def export_reference(path: str):
+SOFTMAX = ("_softmax", "softmax", "_log_softmax", "log_softmax")
+"""ATen operators ``strip_softmax`` drops from the end of a program."""
+
+
+def export_reference(path: str, strip_softmax: bool = False):
     """``f(points) -> outputs``: the program run by torch in float64 (weights widen exactly), or in
-    its own float type where it does not run in float64."""
+    its own float type where it does not run in float64; ``strip_softmax``: without a final
+    softmax."""
     ep, shape, dtype = load_program(path)
     import torch
 
     from .torch import TORCH_TOLERANCE
     module = ep.module()
+    if strip_softmax:
+        output = next(n for n in module.graph.nodes if n.op == "output")
+        (last,) = output.args[0]
+        if last.op == "call_function" and getattr(last.target, "_opname", None) in SOFTMAX:
+            output.args = ((last.args[0],),)
+            module.graph.eliminate_dead_code()
+            module.recompile()
     example = torch.zeros(shape, dtype=torch.float64)
     try:
         with torch.no_grad():
             module.double()(example)
         wide = torch.float64
     except Exception:  # a program that fixes its dtypes: compared in its own type
-        module, wide = ep.module(), dtype
+        module, wide = module.float() if dtype == torch.float32 else module, dtype
 
     def run(points):
         with torch.no_grad():

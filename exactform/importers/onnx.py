@@ -204,10 +204,10 @@ def _initializer(low: Lowering, init, path: str):
         raise InputError(path, f"initializer {init.name!r}", f"unreadable ({type(e).__name__})") from None
 
 
-def onnxruntime_reference(path: str):
+def onnxruntime_reference(path: str, strip_softmax: bool = False):
     """``f(points) -> outputs`` on the original file, in its own float type: by onnxruntime, or by
     ONNX's reference evaluator where onnxruntime has no kernel for the type (float64 ``Conv``);
-    ``f.source`` names the evaluator."""
+    ``f.source`` names the evaluator; ``strip_softmax``: on the file without its final softmax."""
     import numpy as np
     import onnxruntime as ort
 
@@ -217,8 +217,17 @@ def onnxruntime_reference(path: str):
     dtype = np.float64 if elem == 11 else np.float32
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    final = model.graph.node[-1] if model.graph.node else None
+    strip_softmax = strip_softmax and final is not None and final.op_type in SOFTMAX and \
+        final.output[0] == model.graph.output[0].name
+    if strip_softmax:
+        from onnx import ValueInfoProto
+        model.graph.node.pop()
+        model.graph.output.pop()
+        model.graph.output.append(ValueInfoProto(name=final.input[0]))
     try:
-        evaluate = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"]).run
+        session = model.SerializeToString() if strip_softmax else path
+        evaluate = ort.InferenceSession(session, options, providers=["CPUExecutionProvider"]).run
         source = "onnxruntime"
     except Exception as e:  # onnxruntime raises its own exception types for files it cannot run
         if "NOT_IMPLEMENTED" not in str(e):
