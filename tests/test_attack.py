@@ -264,7 +264,7 @@ def test_derived_numbers_are_bounded_within_a_layer(tmp_path):
     """A 0.8 MB certificate: one unit of 200 inputs with weights 1/d, d distinct 4000-digit numbers.  The
     2^14-bit cap on derived numbers (§6.1) is checked after each layer, but one interval sums 200
     fractions over their common denominator (800,000 digits) first.  Measured: 100 inputs 5.3 CPU s,
-    300 inputs 47 CPU s, then exit 2; the estimate is 3.4·10⁴ weighted entries."""
+    300 inputs 47 CPU s, then exit 2; the estimate at 100 inputs is 3.4·10⁴ weighted entries."""
     bounded(write(tmp_path / "big.cert.json", big_denominators(200)))
 
 
