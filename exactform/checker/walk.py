@@ -128,14 +128,14 @@ class Walk:
     def max_head(self, at, query, key, v, X):
         """C1 for one head (§6.3): key row r scores token j as c_r·v_j + β_r(X_j), one c_r and one form β_r for all
         tokens; token t's query is a constant q_t with α_t = Σ_r q_tr·c_r > 0.  Under softmax the offset moves by
-        D_t = Σ_r |q_tr|·slack(β_r) between tokens; returns max_t (U/λ + 2·D_t)/α_t (§6.5), None if one value."""
-        if (j := next((j for j, f in enumerate(v) if f != v[0]), None)) is None:
-            return None
-        k, a = next(iter(combine([(1, v[j]), (-1, v[0])]).items()))
+        D_t = Σ_r |q_tr|·slack(β_r) between tokens; returns max_t (U/λ + 2·D_t)/α_t (§6.5).  When all values are
+        one form, the key rows' forms must be common to all tokens (so is the score) and None is returned."""
+        j = next((j for j, f in enumerate(v) if f != v[0]), None)       # None: one value, any α > 0 will do
+        k, a = next(iter(combine([(1, v[j]), (-1, v[0])]).items())) if j is not None else (ONE, 1)
         rows = []
         for r, kr in enumerate(key):
             g = [combine((b, Xm[c]) for c, b in kr.items()) for Xm in X]
-            c = combine([(1, g[j]), (-1, g[0])]).get(k, 0) / a
+            c = combine([(1, g[j]), (-1, g[0])]).get(k, 0) / a if j is not None else Fraction(0)
             beta = combine([(1, g[0]), (-c, v[0])])
             if any(combine([(1, g[m]), (-c, v[m])]) != beta for m in range(len(X))):
                 raise Refuted(f"{at} key row {r}: the score is not a multiple of the value plus a form common to all tokens")
@@ -146,12 +146,14 @@ class Walk:
             if any(k != ONE for f in q for k in f):
                 raise Refuted(f"{at} token {t}: the query depends on the input")
             q = [f.get(ONE, 0) for f in q]
+            if j is None:       # the scores are one number in every token (the key's forms are common): α = 1
+                continue
             if (alpha := sum((qr * c for qr, (c, _) in zip(q, rows)), Fraction(0))) <= 0:
                 raise Refuted(f"{at} token {t}: the score scale alpha = {text(alpha)} is not positive")
             if self.tf.scale:
                 D = sum((abs(qr) * d for qr, (_, d) in zip(q, rows)), Fraction(0))
                 worst = max(worst, (self.ln_tokens / self.tf.scale + 2 * D) / alpha)
-        return worst
+        return worst if j is not None else None
 
 def sizes(net: Maxout, tf: Transformer) -> tuple[dict, dict]:
     """C4: Tf's sizes as the token-shift construction's closed formula gives them from M, and as built."""
