@@ -373,7 +373,7 @@ def test_honest_certificate_bound_says_what_was_compared(proved):
     assert said.endswith("the property holds (unsat)") and "n.json" in said and "p.vnnlib" in said
     r = cli("check", cert, "--net", net, "--property", prop)
     assert r.returncode == 0 and "V1 holds" in r.stdout, r.stdout + r.stderr
-    assert f"{prop} is the embedded property and {net} the embedded network (read and compared)" in r.stdout
+    assert f"{prop} is the embedded property (read and compared); {net} is the embedded network (read and compared)" in r.stdout
 
 
 def test_imported_network_bound_by_sha256_only_and_said_so(proved, tmp_path):
