@@ -403,3 +403,14 @@ def test_checker_reader_bounds_numbers_and_names_the_line(tmp_path):
             checker_read(path)
     assert checker_read(write(tmp_path, "q.vnnlib", HEAD + BOX + "(assert (>= Y_0 1e-3))\n")).disjuncts[0].atoms[0].c \
         == Fraction(-1, 1000)
+
+
+def test_checker_reader_bounds_the_expansion_before_building_it(tmp_path):
+    from exactform.checker.reader import Malformed
+    from exactform.checker.vnnlib import read_property as checker_read
+    many = HEAD + BOX + "(assert (or (>= Y_0 0) (>= Y_1 0)))\n" * 14                    # 2^14 disjuncts
+    with pytest.raises(Malformed, match=r"line 22: more than 10000 disjuncts once expanded"):
+        checker_read(write(tmp_path, "p.vnnlib", many))
+    deep = HEAD + BOX + "(assert " + "(and " * 5000 + "(>= Y_0 0)" + ")" * 5001 + "\n"
+    with pytest.raises(Malformed, match=r"line 9: nested too deeply"):
+        checker_read(write(tmp_path, "q.vnnlib", deep))
