@@ -25,7 +25,7 @@ from .reader import read_maxout, read_transformer
 
 KIND, CLAIM = "verification", "V1"
 MAX_TREE = 10 ** 6          # tree nodes over all disjuncts: bounds the work on a hostile certificate
-IMPORTED = (".nnet", ".onnx", ".pt", ".pth")
+IMPORTED = (".nnet", ".onnx", ".pt", ".pth", ".pt2")
 """Network files the prover imports (``importers.SUFFIXES``) and this checker cannot read: bound by SHA-256 only."""
 
 
