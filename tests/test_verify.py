@@ -318,3 +318,99 @@ def test_verdicts_agree_with_exact_region_enumeration(tmp_path, seed):
         else:
             sources = {k: {"file": k, "sha256": "0" * 64} for k in ("net", "property")}
             check(json.loads(json.dumps(certificate(net, prop, out.trees, sources))), "c")
+
+
+# --- binding to the user's files: the embedded property and network are compared, not only hashed ---------
+
+def _rebound(tmp, net, prop, forged_net, forged_prop):
+    """A certificate proved for ``forged_net`` and ``forged_prop`` (files), its sources and statement then
+    rewritten to name ``net`` and ``prop`` (their names and SHA-256): what an attacker can write."""
+    from exactform.checker.verify_cert import sha256_file, statement
+    r = cli("verify", forged_net, forged_prop, "--cert", tmp / "forged.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = load(tmp / "forged.json")
+    claim = doc["claims"][0]
+    sources = {"net": {"file": net.name, "sha256": sha256_file(net)},
+               "property": {"file": prop.name, "sha256": sha256_file(prop)}}
+    claim["evidence"]["sources"] = sources
+    claim["statement"] = statement(sources, len(claim["evidence"]["property"]["disjuncts"]))
+    (tmp / "forged.json").write_text(json.dumps(doc))
+    assert check(load(tmp / "forged.json"), "forged")                 # a valid proof about what it embeds
+    return tmp / "forged.json"
+
+
+@pytest.mark.parametrize("name, text, what", [
+    ("infeasible atom", HEAD + BOX + "(assert (>= 0 1))\n", "property"),
+    ("changed box", HEAD + BOX.replace("(>= X_0 -1)", "(>= X_0 0.5)") + "(assert (>= Y_0 (+ Y_1 8)))\n", "property"),
+    ("dropped disjunct", HEAD + BOX + "(assert (>= Y_0 (+ Y_1 8)))\n", "property"),
+])
+def test_embedded_property_must_be_the_files(tmp_path, name, text, what):
+    """The forged certificate carries the SHA-256 of the user's PROP but proves another property:
+    ``check --net --property`` reads PROP and refuses it (exit 1)."""
+    net = write(tmp_path, "n.json", json.dumps(random_net(1)))
+    prop = write(tmp_path, "p.vnnlib", HEAD + BOX + "(assert (or (>= Y_0 (+ Y_1 8)) (>= Y_0 (+ Y_1 9))))\n")
+    forged = _rebound(tmp_path, net, prop, net, write(tmp_path, "forged.vnnlib", text))
+    r = cli("check", forged, "--net", net, "--property", prop)
+    assert r.returncode == 1 and f"the embedded {what} is not the one in {prop}" in r.stdout, r.stdout + r.stderr
+    with pytest.raises(Refuted, match="embedded property is not the one"):
+        check(load(forged), "forged", net, prop)
+
+
+def test_embedded_network_must_be_the_json_files(tmp_path):
+    net = write(tmp_path, "n.json", json.dumps(random_net(1)))
+    lowered = random_net(1)
+    lowered["readout"]["bias"][0] = str(Fraction(lowered["readout"]["bias"][0]) - 1)       # Y_0 lower: still unsat
+    prop = write(tmp_path, "p.vnnlib", HEAD + BOX + "(assert (>= Y_0 (+ Y_1 8)))\n")
+    forged = _rebound(tmp_path, net, prop, write(tmp_path, "other.json", json.dumps(lowered)), prop)
+    r = cli("check", forged, "--net", net, "--property", prop)
+    assert r.returncode == 1 and f"the embedded network is not the one in {net}" in r.stdout, r.stdout + r.stderr
+
+
+def test_honest_certificate_bound_says_what_was_compared(proved):
+    net, prop, cert = proved
+    said = check(load(cert), "c")
+    assert said.startswith("no input x satisfies the VNN-LIB property embedded in the certificate")
+    assert said.endswith("the property holds (unsat)") and "n.json" in said and "p.vnnlib" in said
+    r = cli("check", cert, "--net", net, "--property", prop)
+    assert r.returncode == 0 and "V1 holds" in r.stdout, r.stdout + r.stderr
+    assert f"{prop} is the embedded property (read and compared); {net} is the embedded network (read and compared)" in r.stdout
+
+
+def test_imported_network_bound_by_sha256_only_and_said_so(proved, tmp_path):
+    """An ONNX / .nnet / .pt file cannot be read by the standard-library checker: its SHA-256 binds it,
+    and the verdict says that the embedding rests on the importer."""
+    from exactform.checker.verify_cert import IMPORTED, sha256_file, statement
+    from exactform.importers import SUFFIXES
+    assert set(IMPORTED) == set(SUFFIXES)
+    net, prop, cert = proved
+    onnx = tmp_path / "n.onnx"
+    onnx.write_bytes(b"not read by the checker")
+    doc = load(cert)
+    claim = doc["claims"][0]
+    claim["evidence"]["sources"]["net"] = {"file": "n.onnx", "sha256": sha256_file(onnx)}
+    claim["statement"] = statement(claim["evidence"]["sources"], 1)
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    r = cli("check", tmp_path / "c.json", "--net", onnx, "--property", prop)
+    assert r.returncode == 0 and "not re-checked" in r.stdout and "importer" in r.stdout, r.stdout + r.stderr
+
+
+def test_checker_reader_bounds_numbers_and_names_the_line(tmp_path):
+    from exactform.checker.reader import Malformed
+    from exactform.checker.vnnlib import read_property as checker_read
+    for bad in ("1e99999", "1" * 5000):
+        path = write(tmp_path, "p.vnnlib", HEAD + BOX + f"(assert (>= Y_0 {bad}))\n")
+        with pytest.raises(Malformed, match=r"p\.vnnlib: line 9: more than 4000 digits or an exponent"):
+            checker_read(path)
+    assert checker_read(write(tmp_path, "q.vnnlib", HEAD + BOX + "(assert (>= Y_0 1e-3))\n")).disjuncts[0].atoms[0].c \
+        == Fraction(-1, 1000)
+
+
+def test_checker_reader_bounds_the_expansion_before_building_it(tmp_path):
+    from exactform.checker.reader import Malformed
+    from exactform.checker.vnnlib import read_property as checker_read
+    many = HEAD + BOX + "(assert (or (>= Y_0 0) (>= Y_1 0)))\n" * 14                    # 2^14 disjuncts
+    with pytest.raises(Malformed, match=r"line 22: more than 10000 disjuncts once expanded"):
+        checker_read(write(tmp_path, "p.vnnlib", many))
+    deep = HEAD + BOX + "(assert " + "(and " * 5000 + "(>= Y_0 0)" + ")" * 5001 + "\n"
+    with pytest.raises(Malformed, match=r"line 9: nested too deeply"):
+        checker_read(write(tmp_path, "q.vnnlib", deep))

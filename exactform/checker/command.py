@@ -42,8 +42,8 @@ def add_parser(sub):
     p.add_argument("certificates", nargs="+", help="certificate files, or folders of *cert*.json(.gz) files")
     for role, what in (("maxout", "the embedded Maxout net"), ("transformer", "the embedded Transformer"),
                        ("a", "model A of an E1 certificate"), ("b", "model B of an E1 certificate"),
-                       ("net", "the network file of a V1 certificate (SHA-256)"),
-                       ("property", "the VNN-LIB file of a V1 certificate (SHA-256)")):
+                       ("net", "the network of a V1 certificate (JSON: read and compared; ONNX/.nnet/.pt: SHA-256)"),
+                       ("property", "the VNN-LIB file of a V1 certificate (read and compared)")):
         p.add_argument(f"--{role}", metavar="FILE", help=f"bind: {what} must be this file's")
     p.add_argument("--smt", action="store_true", help="also prove the obligations with Z3, queries built from the models")
     p.add_argument("-v", "--verbose", action="store_true", help="print every claim's statement")

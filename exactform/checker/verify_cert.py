@@ -12,17 +12,21 @@ disjunct's atoms."""
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import operator
 from fractions import Fraction
 
 from .cost import MAX_WORK
 from .equiv import Forms, outputs, read_model
-from .reader import read_maxout
-from .reader import FORMAT, ONE, Malformed, Refuted, box, combine, dot, fields, integer, items, rational, row
+from . import vnnlib
+from .reader import FORMAT, ONE, Malformed, Refuted, box, combine, dot, fields, integer, items, load, rational, row, spent
+from .reader import read_maxout, read_transformer
 
 KIND, CLAIM = "verification", "V1"
 MAX_TREE = 10 ** 6          # tree nodes over all disjuncts: bounds the work on a hostile certificate
+IMPORTED = (".nnet", ".onnx", ".pt", ".pth", ".pt2")
+"""Network files the prover imports (``importers.SUFFIXES``) and this checker cannot read: bound by SHA-256 only."""
 
 
 def atom_form(atom: dict, xs: int, ys: list) -> dict:
@@ -202,11 +206,14 @@ def sha256_file(path) -> str:
 
 
 def statement(sources: dict, disjuncts: int, eps: Fraction | None = None) -> str:
+    """The claim, about what the certificate embeds: the files are named as recorded, not as read."""
+    def recorded(key):
+        return f"recorded as read from {json.dumps(sources[key]['file'])}, SHA-256 {sources[key]['sha256'][:16]}"
     net = "network" if eps is None else "softmax Transformer"
     margin = "" if eps is None else (f" (its C5 bound |Tf - M| <= {eps} and M proved with every output constraint "
                                      f"tightened by eps)")
-    return (f"no input x satisfies the VNN-LIB property {sources['property']['sha256'][:16]} (any of its {disjuncts} "
-            f"disjuncts) for the {net} {sources['net']['sha256'][:16]}{margin}: the property holds (unsat)")
+    return (f"no input x satisfies the VNN-LIB property embedded in the certificate ({disjuncts} disjuncts; "
+            f"{recorded('property')}) for the {net} embedded in it ({recorded('net')}){margin}: the property holds (unsat)")
 
 
 def loosened(atom: dict, n: int, m: int, eps: Fraction) -> dict:
@@ -257,6 +264,33 @@ def _margin(v, model, disjuncts: list, name: str) -> Fraction:
     return eps
 
 
+def _bound(ev: dict, model, embedded: tuple, name: str, net_file, property_file) -> str:
+    """Compare the given files with what the certificate embeds: PROP read by ``vnnlib`` and equal to
+    the embedded property (inputs, outputs, disjuncts in order, boxes, atoms); a JSON NET read and equal
+    to the embedded network (the C5 certificate's Transformer under a margin); an imported NET (ONNX,
+    .nnet, .pt) bound by its SHA-256 alone.  What was compared, in words ('' when nothing is bound)."""
+    words = []
+    if property_file is not None:
+        prop = vnnlib.read_property(property_file)
+        if (prop.inputs, prop.outputs, vnnlib.rows(prop)) != embedded:
+            raise Refuted(f"{name}: the embedded property is not the one in {property_file}")
+        words.append(f"{property_file} is the embedded property (read and compared)")
+    if net_file is not None and str(net_file).lower().endswith(IMPORTED):
+        words.append(f"{net_file} has the recorded SHA-256 (that the embedded network is its import is not re-checked: "
+                     f"it rests on exactform's importer)")
+    elif net_file is not None:
+        doc = load(net_file)
+        if "margin" in ev:
+            same = read_transformer(doc, f"{net_file}: model") == \
+                read_transformer(ev["margin"]["softmax"]["transformer"], "evidence.margin.softmax.transformer")
+        else:
+            same = read_model(doc, f"{net_file}: model") == model
+        if not same:
+            raise Refuted(f"{name}: the embedded network is not the one in {net_file}")
+        words.append(f"{net_file} is the embedded network (read and compared)")
+    return "".join(f"; {w}" for w in words)
+
+
 def _count(trees: list) -> int:
     """Leaves of the trees, after their shapes are checked (no arithmetic: bounds the work first)."""
     stack, seen, leaves = [(t, f"trees[{i}]") for i, t in enumerate(trees)], 0, 0
@@ -283,6 +317,7 @@ def check(cert: dict, name: str, net_file=None, property_file=None) -> str:
 
 
 def _check(cert: dict, name: str, net_file, property_file) -> str:
+    spent[:] = [0, 0]
     fields(cert, name, ("format", "kind", "models", "claims"))
     if cert["format"] != FORMAT or cert["kind"] != KIND:
         raise Malformed(f"format, kind: expected {FORMAT!r}, {KIND!r}")
@@ -294,13 +329,14 @@ def _check(cert: dict, name: str, net_file, property_file) -> str:
     sources = fields(ev["sources"], "evidence.sources", ("net", "property"))
     for key in ("net", "property"):
         s = fields(sources[key], f"evidence.sources.{key}", ("file", "sha256"))
-        if not (isinstance(s["file"], str) and isinstance(s["sha256"], str) and len(s["sha256"]) == 64):
-            raise Malformed(f"evidence.sources.{key}: expected a file name and a SHA-256 digest")
+        if not (isinstance(s["file"], str) and len(s["file"]) <= 255 and isinstance(s["sha256"], str)
+                and len(s["sha256"]) == 64):
+            raise Malformed(f"evidence.sources.{key}: expected a file name (at most 255 characters) and a SHA-256 digest")
     for key, path in (("net", net_file), ("property", property_file)):
         if path is not None and sha256_file(path) != sources[key]["sha256"]:
             raise Refuted(f"{name}: the certificate is about another {key} file than {path} (SHA-256 differs)")
     d, m = len(model.box), len(model.readout)
-    disjuncts = read_property(ev["property"], d, m)
+    disjuncts = stated = read_property(ev["property"], d, m)
     eps = None
     if "margin" in ev:                     # the property is about a softmax Transformer with a C5 certificate
         eps = _margin(ev["margin"], model, disjuncts, name)
@@ -308,6 +344,7 @@ def _check(cert: dict, name: str, net_file, property_file) -> str:
     said = statement(sources, len(disjuncts), eps)
     if claim["statement"] != said:
         raise Refuted(f"{name}: the statement is not {said!r}")
+    bound = _bound(ev, model, (d, m, stated), name, net_file, property_file)
     trees = items(ev["trees"], "evidence.trees", len(disjuncts))
     work = _count(trees) * (_size(model) + sum(len(a) for _, atoms in disjuncts for a in atoms)) * (d + 2)
     if work > MAX_WORK:
@@ -333,4 +370,4 @@ def _check(cert: dict, name: str, net_file, property_file) -> str:
             rows = LeafRows(F, leaf_box, forms)
             if not infeasible(rows, row(node["witness"], f"{at}.witness", len(rows))):
                 raise Refuted(f"{name}: {at}: the witness does not show the leaf's rows infeasible")
-    return said
+    return said + bound

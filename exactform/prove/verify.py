@@ -29,6 +29,7 @@ from scipy.sparse import csr_matrix
 from ..checker.equiv import Forms, outputs, read_model
 from ..checker.verify_cert import CLAIM, KIND, LeafRows, atom_form, infeasible, loosened, statement
 from ..checker.reader import FORMAT, ONE, combine
+from ..checker.vnnlib import rows
 from ..numbers import format_rational
 
 MARGIN = 1e-9          # an LP optimum t* below this is not worth an exact attempt
@@ -429,10 +430,8 @@ def property_json(prop) -> dict:
 def exact_disjuncts(prop, eps: Fraction | None = None) -> list:
     """``[(box, [atom as {index: q}])]``: the checker's reading of ``property_json`` (each atom
     ``verify_cert.loosened`` by ``eps`` when given)."""
-    n, m = prop.inputs, prop.outputs
-    out = [(list(d.box), [{i: q for i, q in a.x.items()} | {n + j: q for j, q in a.y.items()} |
-                          ({n + m: a.c} if a.c else {}) for a in d.atoms]) for d in prop.disjuncts]
-    return out if eps is None else [(cube, [loosened(a, n, m, eps) for a in atoms]) for cube, atoms in out]
+    out = rows(prop)
+    return out if eps is None else [(cube, [loosened(a, prop.inputs, prop.outputs, eps) for a in atoms]) for cube, atoms in out]
 
 
 def verify(model_json: dict, prop, seconds: float | None = None, executor=None, eps: Fraction | None = None) -> Verdict:
