@@ -1,10 +1,9 @@
 """The checker's work bound (docs/spec.md §6.1), computed from the sizes read before any arithmetic: the
 affine-form entries the walk of §6.3 touches, weighted by the size of the numbers read; and the cap
 on derived numbers, checked after every block, under which that weight stays valid."""
-from .reader import Malformed
+from .reader import MAX_BITS, Malformed
 
 MAX_WORK = 12 * 10 ** 7      # weighted form entries: the MNIST CNN of docs/performance.md needs 7.8e7 (11 s)
-MAX_BITS = 1 << 14           # bits of a derived numerator or denominator
 
 def weight(bits: int) -> int:
     """The cost of one Fraction operation on numbers of ``bits`` bits, relative to small ones."""
@@ -18,12 +17,13 @@ def walk_work(net, tf, bits: int, where: str) -> int:
     for block in tf.blocks:
         if block[0] == "feedforward":
             pre = [min(V, 1 + sum(size[c] for c in r)) for r in block[1]]
-            work += tf.tokens * (sum(size[c] for r in block[1] for c in r) + 3 * sum(pre) + len(size)
+            work += tf.tokens * (sum(size[c] for r in block[1] for c in r) + 3 * sum(pre) + len(size) + sum(size)
                                  + sum(p * len(col) for p, col in zip(pre, block[3])))
             for p, col in zip(pre, block[3]):
                 for r in col:
                     size[r] = min(V, size[r] + p)
         else:
+            work += tf.tokens * (len(size) + sum(size))                 # the new state, and the scan of its numbers
             for q, k, v, o in block[1]:
                 work += tf.tokens * (sum(size[c] for m in (q, k, v) for r in m for c in r) + V * (len(k) + 3))
                 for r in (r for r, e in enumerate(o) if e):

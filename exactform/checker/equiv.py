@@ -151,21 +151,43 @@ def _node_value(F: Forms, kind: str, data: tuple, memo: dict, decide) -> dict:
     return combine([(Fraction(1, len(win)), w) for w in win])
 
 
+def _model_work(m) -> list:
+    """[the form entries ``outputs`` builds, the nodes a leaf values]: a Maxout net's pieces; for a Transformer each
+    coordinate's form size propagated block by block (a ReLU adds its pre-activation's size where it is
+    fixed, a head T values' sizes), and per head the T² scores and the T³ comparisons of a hardmax fallback."""
+    if hasattr(m, "layers"):
+        return [sum(len(w) + 1 for layer in m.layers for u in layer for w, _ in u)] * 2
+    size, work, T = [len(e) + 1 for e in m.embed], 0, m.tokens
+    nodes = T * sum(len(b[1]) if b[0] == "feedforward" else sum(len(h[2]) for h in b[1]) for b in m.blocks)
+    for b in m.blocks:
+        if b[0] == "feedforward":
+            pre = [1 + sum(size[c] for c in r) for r in b[1]]
+            work += T * (2 * sum(pre) + sum(p * len(col) for p, col in zip(pre, b[3])) + len(size))
+            for p, col in zip(pre, b[3]):
+                for r in col:
+                    size[r] += p
+        else:
+            for q, k, v, o in b[1]:
+                s, vs = 1 + sum(size[c] for r in q + k for c in r), 1 + sum(size[c] for r in v for c in r)
+                work += T * T * (s + 10 * len(v) * T * (s + vs))     # a comparison: a gap's form and its interval
+                for r in (r for r, e in enumerate(o) if e):
+                    size[r] += T * vs
+    return [work, nodes]
+
+
 def work(tree, models, d: int, where: str) -> int:
     """An upper bound on the entries the check touches, from the sizes alone (before any arithmetic): the
     models' forms (T² scores a head), and per tree node its witnesses over the cell's constraints, the
     decisions it inherits and, at a leaf, the models' nodes valued as affine maps of x."""
-    size = sum(len(w) + 1 for m in models if hasattr(m, "layers") for layer in m.layers for u in layer for w, _ in u) + sum(
-        m.tokens * (sum(map(len, b[1])) + sum(map(len, b[3])) if b[0] == "feedforward" else
-                    m.tokens * sum(len(r) for h in b[1] for r in h[0] + h[1] + h[2]))
-        for m in models if not hasattr(m, "layers") for b in m.blocks)
-    total, stack = size * (d + 1), [(tree, 2 * d, 0)]
+    (build, nodes), (build_b, nodes_b) = map(_model_work, models)
+    size = nodes + nodes_b
+    total, stack = build + build_b, [(tree, 2 * d, 0)]
     while stack:
         node, cons, decided = stack.pop()
         entries = node.get("decide", []) if isinstance(node, dict) else []
         decided += len(entries) if isinstance(entries, list) else 0
-        total += decided + (cons + d) * sum(len(p) + 1 if isinstance(p := e.get("max", e.get("hardmax")), list) else 1
-                                            for e in entries if isinstance(e, dict))
+        total += decided + cons * (d + 2) * sum(len(p) + 1 if isinstance(p := e.get("max", e.get("hardmax")), list) else 1
+                                                for e in entries if isinstance(e, dict))
         children = node.get("children") if isinstance(node, dict) else None
         if isinstance(children, list) and children:
             stack += [(c, cons + 1, decided) for c in children]
@@ -236,6 +258,8 @@ def _check(cert: dict, name: str, bind_a, bind_b) -> str:
     for role, path, model in (("a", bind_a, a), ("b", bind_b, b)):
         if path is not None and read_model(load(path), f"{path}: model") != model:
             raise Refuted(f"{name}: the certificate's model {role} is not the model in {path}")
+        if path is not None and cube != model.box:          # bound: about the files' own domain, not a box of its choice
+            raise Refuted(f"{name}: the box {domain(cube)} is not the domain {domain(model.box)} of the model in {path}")
     work(ev["tree"], (a, b), d, "claims[0].evidence.tree")
     F = Forms(cube)
     diff = [(combine([(1, p), (-1, q)])) for p, q in zip(outputs(F, a), outputs(F, b))]

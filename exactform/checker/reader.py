@@ -15,7 +15,9 @@ MAX_DIGITS = 4000            # decimal digits of a numerator or denominator
 MAX_BYTES = 1 << 26          # 64 MiB of JSON in a file, decompressed for *.gz
 MAX_MEMORY = 450 << 20       # bytes a parsed file may take, estimated from its text before parsing
 MAX_LENGTH = 10 ** 5         # a vector's length, a matrix's rows, a Transformer's width or tokens
-MAX_ENTRIES = 2 * 10 ** 7    # list entries materialised while reading one certificate
+MAX_ENTRIES = 10 ** 7        # list entries materialised while reading one certificate (MNIST CNN: 5.5·10^6)
+MAX_STATES = 10 ** 6         # tokens × width: the forms of one state of the walk
+MAX_BITS = 1 << 14           # bits of a derived numerator or denominator (every sum and product of forms)
 ONE = -1                     # key of the constant term of an affine form {variable: coefficient}
 _RATIONAL = re.compile(r"(-?)(0|[1-9][0-9]*)(?:/([1-9][0-9]*))?")
 spent = [0, 0]               # list entries materialised, most digits of a number read (reset per certificate)
@@ -23,6 +25,7 @@ spent = [0, 0]               # list entries materialised, most digits of a numbe
 class Malformed(Exception): """Not a readable certificate or model, or beyond a work limit (exit 2)."""
 class Refuted(Exception): """A claim does not follow from the certificate (exit 1)."""
 class _Float(str): """A JSON float literal or constant, kept so that the reader can name its field."""
+
 
 def load(path) -> object:
     """A JSON regular file (gzip if named *.gz) of at most MAX_BYTES whose parse is estimated to fit
@@ -41,15 +44,22 @@ def load(path) -> object:
     if memory > MAX_MEMORY:
         raise Malformed(f"{path}: parsing would take about {memory >> 20} MiB, beyond the checker's limit of "
                         f"{MAX_MEMORY >> 20} MiB")
+    floats = []
+
+    def marker(s):                  # none is valid anywhere: more than 1000 stop the parse
+        if len(floats) >= 1000:
+            raise ValueError(f"more than 1000 float literals such as {s[:40]} (rationals are strings such as \"-7/12\")")
+        floats.append(s)
+        return _Float(s)
     try:
-        return json.loads(data, parse_float=_Float, parse_constant=_Float, object_pairs_hook=_object,
-                          parse_int=lambda s: _Float(s) if len(s.lstrip("-")) > 40 else int(s))
+        return json.loads(data, parse_float=marker, parse_constant=marker, object_pairs_hook=_object,
+                          parse_int=lambda s: marker(s) if len(s.lstrip("-")) > 40 else int(s))
     except (ValueError, RecursionError) as e:
         raise Malformed(f"{path}: not JSON: {str(e)[:80]}") from None
 
 def _object(pairs):
     if len(out := dict(pairs)) != len(pairs):
-        raise ValueError(f"duplicate key in {sorted(k for k, _ in pairs)[:5]}")
+        raise ValueError(f"duplicate key in {[k[:40] for k in sorted(k for k, _ in pairs)[:5]]}")
     return out
 def _fail(where, message):
     raise Malformed(f"{where}: {message}")
@@ -57,9 +67,9 @@ def fields(obj, where, required, optional=()):
     if not isinstance(obj, dict):
         _fail(where, "expected an object")
     for k in sorted(obj.keys() - set(required) - set(optional)):
-        _fail(where, f"unknown field {k!r}")
+        _fail(where, f"unknown field {k[:40]!r}")
     for k in (k for k in required if k not in obj):
-        _fail(where, f"missing field {k!r}")
+        _fail(where, f"missing field {k[:40]!r}")
     return obj
 def integer(v, where, low=0, high=MAX_LENGTH):
     if type(v) is not int or not low <= v <= high:
@@ -161,6 +171,8 @@ def read_transformer(v, where) -> Transformer:
     fields(v, where, ("format", "input_dim", "tokens", "width", "attention", "domain", "embed", "blocks",
                       "readout"), ("layout",))
     d, T, w = (integer(v[k], f"{where}.{k}", 1) for k in ("input_dim", "tokens", "width"))
+    if T * w > MAX_STATES:
+        _fail(f"{where}.tokens", f"tokens × width = {T * w}, beyond the checker's limit {MAX_STATES}")
     charge(T * w, f"{where}.tokens")
     scale = None
     if v["attention"] != "hardmax":
@@ -203,7 +215,11 @@ def combine(terms, constant=0) -> dict:
     for a, form in terms:
         for k, x in form.items():   # products by 1 and sums with a new key skipped: Fraction arithmetic is slow
             y = x if a == 1 else a if x == 1 and type(a) is Fraction else a * x
-            out[k] = out[k] + y if k in out else y
+            if k in out:
+                y = out[k] + y
+            if y.denominator.bit_length() > MAX_BITS or y.numerator.bit_length() > MAX_BITS:
+                _fail("a form", f"a derived number exceeds {MAX_BITS} bits, beyond the checker's work limit")
+            out[k] = y
     return {k: x for k, x in out.items() if x}
 def slack(form, err) -> Fraction:
     """Σ |a_k|·err_k: how far the form moves when each variable k moves by at most err_k."""
@@ -211,14 +227,17 @@ def slack(form, err) -> Fraction:
 def dot(pairs) -> Fraction:
     """Σ a·b exactly, as one integer sum over the common denominator (one Fraction, not one per term)."""
     terms = [(a.numerator * b.numerator, a.denominator * b.denominator) for a, b in pairs if b]
-    den = math.lcm(1, *(d for _, d in terms))
+    den = 1
+    for _, d in terms:
+        if (den := math.lcm(den, d)).bit_length() > MAX_BITS:
+            _fail("a bound", f"a derived denominator exceeds {MAX_BITS} bits, beyond the checker's work limit")
     return Fraction(sum(n * (den // d) for n, d in terms), den)
 def interval(form, box, err=None) -> tuple:
     """Exact bounds of the form over the box of its variables, widened by ``slack(form, err)``."""
     ends, s = [(a, box[k] if a > 0 else box[k][::-1]) for k, a in form.items() if k != ONE], slack(form, err) if err else 0
     return (form.get(ONE, 0) + dot((a, e[0]) for a, e in ends) - s, form.get(ONE, 0) + dot((a, e[1]) for a, e in ends) + s)
 def text(q) -> str:
-    if max(q.numerator.bit_length(), q.denominator.bit_length()) > 13000:
+    if max(q.numerator.bit_length(), q.denominator.bit_length()) > 13300 or max(map(len, str(abs(q)).split("/"))) > MAX_DIGITS:
         raise Refuted(f"a derived number has more than {MAX_DIGITS} digits")
     return str(q)
 

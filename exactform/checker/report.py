@@ -15,6 +15,11 @@ def writable(path: str, inputs=()) -> None:
         "not a regular file" if os.path.exists(path) and not os.path.isfile(path) else \
         "one of the inputs" if os.path.exists(path) and any(os.path.exists(i) and os.path.samefile(path, i)
                                                              for i in inputs) else None
+    if not why:
+        try:                        # the folder takes a new file: the atomic write's temporary one, tried now
+            os.remove(tempfile.mkstemp(dir=folder, prefix=".junit.", suffix=".tmp")[1])
+        except OSError as e:
+            why = f"cannot write in {folder} ({e.strerror})"
     if why:
         raise Malformed(f"--junit {path!r}: {why}: refused before any work")
 
@@ -35,6 +40,10 @@ def write_junit(path: str, files, results) -> None:
     suite.set("tests", str(tests))
     suite.set("failures", str(failures))
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".junit.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(ET.tostring(suite, encoding="unicode") + "\n")
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(ET.tostring(suite, encoding="unicode") + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.remove(tmp)
+        raise

@@ -7,9 +7,9 @@ deterministic resource limit (``rlimit``), so an answer never depends on the mac
 is reported as such and fails the check."""
 from .reader import Malformed
 
-RLIMIT = 50_000_000          # z3 resource units a query (a rank-256 lemma query takes ~7.5 M)
-MAX_TOKENS = 256             # T of the lemma's queries
-MAX_QUERIES = 100_000        # queries in all: fixed phases (hidden units × T) and the lemma's T + 1
+RLIMIT = 50_000_000          # z3 resource units a query (a rank-64 lemma query takes ~0.5 M)
+MAX_TOKENS = 64              # T of the lemma's queries
+MAX_QUERIES = 30_000         # queries in all: fixed phases (hidden units × T) and the lemma's T + 1 (~1 ms each)
 
 def smt_work(tf, where: str) -> None:
     """Refuse, before any work, more queries than MAX_QUERIES or a lemma beyond MAX_TOKENS tokens."""

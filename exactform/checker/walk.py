@@ -89,10 +89,11 @@ class Walk:
         other token both ReLUs are off and their pre-activations sum to less than 0 on the box."""
         for u, p in dict.fromkeys((u, p) for phase in phases for u, p in enumerate(phase) if u < p):
             ts = [t for t, phase in enumerate(phases) if phase[u] == p]
+            owners = set(ts)
             self.pairs += 1
             if len(ts) > 1 and self.c2 is None:
                 self.c2 = f"block {b}: hidden units {u}, {p} form an identity pair in tokens {ts}"
-            for t in (t for t in range(len(phases)) if t not in ts):
+            for t in (t for t in range(len(phases)) if t not in owners):
                 both = combine([(1, pres[t][u]), (1, pres[t][p])])
                 if self.c2 is None and (phases[t][u] != -1 or phases[t][p] != -1 or
                                         interval(both, self.box, self.err)[1] >= 0):
