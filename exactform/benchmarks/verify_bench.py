@@ -283,12 +283,13 @@ def run_marabou(inst: Instance, tmp: Path, binary: Path, prove: bool) -> Result:
     return result
 
 
-def recorded_marabou(path: str) -> dict[str, Result]:
-    """Marabou's results from a ``--record`` CSV of an earlier run (its command in the first line)."""
+def recorded_marabou(path: str) -> dict[str, tuple[int, Result]]:
+    """Marabou's limits and results from a ``--record`` CSV of an earlier run (its command in the first line)."""
     with open(path, newline="") as f:
         rows = csv.DictReader(line for line in f if not line.startswith("#"))
-        return {r["instance"]: Result(r["marabou_verdict"], float(r["marabou_cpu_s"]), float(r["marabou_wall_s"]),
-                                      r["marabou_checked"], "recorded") for r in rows if r["marabou_verdict"]}
+        return {r["instance"]: (int(r["limit_s"]), Result(r["marabou_verdict"], float(r["marabou_cpu_s"]),
+                                                          float(r["marabou_wall_s"]), r["marabou_checked"]))
+                for r in rows if r["marabou_verdict"]}
 
 
 # --- the run -------------------------------------------------------------------------------------
@@ -342,8 +343,13 @@ def main(argv: list[str]) -> int:
         rows, results, misses = [], [], []
         for k, inst in enumerate(instances, 1):
             ours = run_exactform(inst, tmp, exactform) if exactform else Result("not run")
-            theirs = (recorded.get(inst.name, Result("not run")) if recorded is not None
-                      else run_marabou(inst, tmp, binary, args.marabou_prove) if binary else Result("not run"))
+            if recorded is not None:
+                limit, theirs = recorded.get(inst.name, (inst.timeout, Result("not run")))
+                if limit != inst.timeout:
+                    misses.append(f"{inst.name}: Marabou was recorded with a {limit} s limit, this run's is "
+                                  f"{inst.timeout} s")
+            else:
+                theirs = run_marabou(inst, tmp, binary, args.marabou_prove) if binary else Result("not run")
             results.append((inst, ours, theirs))
             if ours.verdict in DECIDED and ours.checked != "yes":
                 misses.append(f"{inst.name}: exactform {ours.verdict} not confirmed ({ours.note})")
