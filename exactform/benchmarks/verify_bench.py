@@ -15,7 +15,9 @@ Every answer is checked before it counts: an exactform ``unsat`` needs its certi
 the network (``MaxoutNet``, rationals) and of the property; a failure is a miss (exit 1).  Marabou's
 answers are floating point: its ``sat`` counts as checked when the input it prints (6 decimals),
 evaluated exactly, violates the property; its ``--prove-unsat`` proofs (``--marabou-prove``) are
-checked by Marabou itself in floating point, which the table reports as ``float self-check``.
+checked by Marabou itself in floating point, which the table reports as ``float self-check`` when
+its statistics show a proof tree with no leaf delegated (``no proof printed`` otherwise, e.g. an
+``unsat`` found while preprocessing).
 Where the two tools give opposite definite answers, the instance is printed and decided exactly:
 by exactform's counterexample (re-evaluated exactly) or by exactform's accepted certificate together
 with Marabou's counterexample evaluated exactly; a disagreement that is exactform's fault is a miss.
@@ -265,7 +267,7 @@ def run_marabou(inst: Instance, tmp: Path, binary: Path, prove: bool) -> Result:
     summary, log = tmp / "marabou.summary", tmp / "marabou.log"
     summary.unlink(missing_ok=True)
     argv = [str(binary), str(inst.net), str(inst.prop), "--timeout", str(WALL_FACTOR * inst.timeout),
-            "--verbosity", "0", "--summary-file", str(summary)] + (["--prove-unsat"] if prove else [])
+            "--summary-file", str(summary)] + (["--prove-unsat", "--verbosity", "1"] if prove else ["--verbosity", "0"])
     code, cpu, wall = limited(argv, inst.timeout, log, cwd=tmp)      # it may write assignment.txt there
     if code is None:
         return Result("timeout", cpu, wall, note="stopped at the limit")
@@ -273,8 +275,10 @@ def run_marabou(inst: Instance, tmp: Path, binary: Path, prove: bool) -> Result:
     verdict = _MARABOU_VERDICT.get(words[0] if words else "", "error")
     printed = log.read_text(errors="replace")
     result = Result(verdict, cpu, wall, note="" if verdict != "error" else _tail(printed))
-    if verdict == "unsat" and prove:
-        result.checked = "float self-check"
+    if verdict == "unsat" and prove:          # the proof-tree statistics of --prove-unsat (verbosity 1)
+        leaves = re.search(r"certified leaves: (\d+)\s+Number of leaves to delegate: (\d+)", printed)
+        result.checked = (f"float self-check ({leaves[1]} leaves)" if leaves and leaves[2] == "0" and leaves[1] != "0"
+                          else "no proof printed")
     if verdict == "sat":          # the assignment Marabou prints (6 decimals), its input evaluated exactly
         result.assignment = {f"{'X' if v == 'x' else 'Y'}_{i}": parse_number(s)
                              for v, i, s in _MARABOU_VALUE.findall(printed)}
