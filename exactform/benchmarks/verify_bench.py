@@ -8,7 +8,9 @@ Each instance (network, property, VNN-COMP timeout) is run by each tool in its o
 after the other.  The timeout is counted in CPU seconds of that process (``RLIMIT_CPU``): the
 benchmark machine is shared, and on an idle machine CPU and wall seconds agree, so the limit is
 VNN-COMP's; ``--timeout S`` lowers every instance's limit to ``S`` (say so when quoting figures).
-Times in the table are the CPU seconds of the tool's process (wall seconds are recorded as well).
+Times in the table are the CPU seconds of the tool's process and the children it waited for (wall
+seconds are recorded as well); each tool runs with one worker unless ``--workers N`` says otherwise
+(then the CPU seconds of worker processes that were stopped are not counted: quote wall seconds).
 
 Every answer is checked before it counts: an exactform ``unsat`` needs its certificate accepted by
 ``exactform check``, an exactform ``sat`` needs its counterexample confirmed by exact evaluation of
@@ -161,13 +163,13 @@ def limited(argv: list[str], seconds: int, log: Path, cwd: Path | None = None) -
 
 # --- exactform -----------------------------------------------------------------------------------
 
-def run_exactform(inst: Instance, tmp: Path, exactform: list[str]) -> Result:
+def run_exactform(inst: Instance, tmp: Path, exactform: list[str], workers: int) -> Result:
     cert, ce, log = tmp / "cert.json", tmp / "ce.txt", tmp / "exactform.log"
     for p in (cert, ce):
         p.unlink(missing_ok=True)
     code, cpu, wall = limited(exactform + ["verify", str(inst.net), str(inst.prop), "--cert", str(cert),
                                            "--counterexample", str(ce), "--timeout", str(WALL_FACTOR * inst.timeout),
-                                           "--json"], inst.timeout, log)
+                                           "--workers", str(workers), "--json"], inst.timeout, log)
     printed = log.read_text(errors="replace")
     if code is None:
         return Result("timeout", cpu, wall, note="stopped at the limit")
@@ -263,11 +265,11 @@ _MARABOU_VERDICT = {"sat": "sat", "unsat": "unsat", "TIMEOUT": "timeout", "UNKNO
 _MARABOU_VALUE = re.compile(r"^\s*([xy])(\d+) = (\S+)\s*$", re.M)
 
 
-def run_marabou(inst: Instance, tmp: Path, binary: Path, prove: bool) -> Result:
+def run_marabou(inst: Instance, tmp: Path, binary: Path, prove: bool, workers: int) -> Result:
     summary, log = tmp / "marabou.summary", tmp / "marabou.log"
     summary.unlink(missing_ok=True)
     argv = [str(binary), str(inst.net), str(inst.prop), "--timeout", str(WALL_FACTOR * inst.timeout),
-            "--summary-file", str(summary)] + (["--prove-unsat", "--verbosity", "1"] if prove else ["--verbosity", "0"])
+            "--num-workers", str(workers), "--summary-file", str(summary)] + (["--prove-unsat", "--verbosity", "1"] if prove else ["--verbosity", "0"])
     code, cpu, wall = limited(argv, inst.timeout, log, cwd=tmp)      # it may write assignment.txt there
     if code is None:
         return Result("timeout", cpu, wall, note="stopped at the limit")
@@ -318,6 +320,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tools", default="exactform,marabou", help="which tools to run (default: both)")
     parser.add_argument("--exactform", default=f"{shlex.quote(sys.executable)} -m exactform",
                         help="the exactform command (default: this Python's -m exactform)")
+    parser.add_argument("--workers", type=int, default=1, help="processes (exactform) and threads (Marabou) per "
+                        "instance (default 1: CPU seconds then count all the work)")
     parser.add_argument("--marabou", metavar="BIN", help="maraboupy's Marabou executable")
     parser.add_argument("--install-marabou", action="store_true", help=f"pip install maraboupy into {MARABOU_VENV}")
     parser.add_argument("--marabou-prove", action="store_true", help="run Marabou with --prove-unsat")
@@ -346,14 +350,14 @@ def main(argv: list[str]) -> int:
         record = _Record(args.record, command) if args.record else None
         rows, results, misses = [], [], []
         for k, inst in enumerate(instances, 1):
-            ours = run_exactform(inst, tmp, exactform) if exactform else Result("not run")
+            ours = run_exactform(inst, tmp, exactform, args.workers) if exactform else Result("not run")
             if recorded is not None:
                 limit, theirs = recorded.get(inst.name, (inst.timeout, Result("not run")))
                 if limit != inst.timeout:
                     misses.append(f"{inst.name}: Marabou was recorded with a {limit} s limit, this run's is "
                                   f"{inst.timeout} s")
             else:
-                theirs = run_marabou(inst, tmp, binary, args.marabou_prove) if binary else Result("not run")
+                theirs = run_marabou(inst, tmp, binary, args.marabou_prove, args.workers) if binary else Result("not run")
             results.append((inst, ours, theirs))
             if ours.verdict in DECIDED and ours.checked != "yes":
                 misses.append(f"{inst.name}: exactform {ours.verdict} not confirmed ({ours.note})")
