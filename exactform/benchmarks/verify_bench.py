@@ -38,6 +38,7 @@ import os
 import re
 import resource
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -141,7 +142,9 @@ def tiny(folder: Path) -> list[Instance]:
 # --- running one process under a CPU limit -------------------------------------------------------
 
 def limited(argv: list[str], seconds: int, log: Path, cwd: Path | None = None) -> tuple[int | None, float, float]:
-    """``(exit status or None when stopped, CPU s, wall s)`` of ``argv`` run with ``RLIMIT_CPU``."""
+    """``(exit status, CPU s, wall s)`` of ``argv`` run with ``RLIMIT_CPU``; the status is ``None`` when
+    the process was stopped at a limit (``SIGXCPU``, or killed at the wall limit), negative when
+    another signal ended it."""
     def limit():
         resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -158,7 +161,7 @@ def limited(argv: list[str], seconds: int, log: Path, cwd: Path | None = None) -
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return (None if code is None or code < 0 else code), cpu, wall
+    return (None if code in (None, -signal.SIGXCPU, -signal.SIGKILL) else code), cpu, wall
 
 
 # --- exactform -----------------------------------------------------------------------------------
@@ -181,7 +184,11 @@ def run_exactform(inst: Instance, tmp: Path, exactform: list[str], workers: int)
     if expected != code:
         return Result("error", cpu, wall, note=f"verdict {verdict!r} with exit status {code}")
     if verdict == "unsat":
-        checked = subprocess.run(exactform + ["check", str(cert)], capture_output=True, text=True)
+        try:
+            checked = subprocess.run(exactform + ["check", str(cert)], capture_output=True, text=True,
+                                     timeout=WALL_FACTOR * inst.timeout + WALL_GRACE)
+        except subprocess.TimeoutExpired:
+            return Result(verdict, cpu, wall, "no", "exactform check did not finish")
         ok = checked.returncode == 0
         return Result(verdict, cpu, wall, "yes" if ok else "no",
                       "" if ok else "certificate rejected: " + _tail(checked.stdout + checked.stderr))
