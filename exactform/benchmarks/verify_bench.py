@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -415,6 +416,16 @@ def _report(results, rows, command, args, recorded: bool) -> str:
                         f"{sum(r.cpu for _, r in solved):.1f}", f"{sum(capped):.1f}", f"{medians[tool]:.2f}"])
     lines += [table(["tool", "solved", "sat / unsat", "cpu s on solved", "cpu s, unsolved at limit",
                      "median s (unsolved at limit)"], summary), ""]
+    by_property = {}
+    for inst, *answers in results:
+        counts = by_property.setdefault(inst.prop.stem, [0, Counter(), Counter()])
+        counts[0] += 1
+        for tally, r in zip(counts[1:], answers):
+            tally[r.verdict] += 1
+    lines += [table(["property", "instances", "exactform sat / unsat / other", "Marabou sat / unsat / other"],
+                    [[name, n] + ["not run" if c["not run"] == n else f"{c['sat']} / {c['unsat']} / "
+                                  f"{n - c['sat'] - c['unsat']}" for c in tallies]
+                     for name, (n, *tallies) in by_property.items()]), ""]
     both = [(o.cpu / t.cpu) for _, o, t in results if o.verdict in DECIDED and t.verdict in DECIDED and t.cpu > 0]
     if len(medians) == 2:
         lines.append(f"Median time ratio exactform / Marabou: {medians['exactform'] / medians['Marabou']:.2f} "
