@@ -1,8 +1,8 @@
 """``exactform verify`` and Marabou on the 186 ACAS Xu instances of VNN-COMP, in one run.
 
 ``python -m exactform.benchmarks verify [--props 1,3] [--instances N] [--timeout S] [--quick]
-[--tools exactform,marabou] [--marabou BIN | --install-marabou] [--marabou-results CSV]
-[--record CSV] [-o TABLE.md]``
+[--tools exactform,marabou] [--workers N] [--marabou BIN | --install-marabou] [--marabou-prove]
+[--record CSV] [--recorded CSV] [-o TABLE.md]``
 
 Each instance (network, property, VNN-COMP timeout) is run by each tool in its own process, one
 after the other.  The timeout is counted in CPU seconds of that process (``RLIMIT_CPU``): the
@@ -59,6 +59,7 @@ MARABOU_VENV = Path(os.environ.get("EXACTFORM_MARABOU_VENV", Path.home() / ".cac
 WALL_FACTOR, WALL_GRACE = 4, 30
 """A process is also stopped after ``WALL_FACTOR`` × its CPU limit + ``WALL_GRACE`` wall seconds."""
 DECIDED = ("sat", "unsat")
+TOOLS = ("exactform", "marabou")
 
 
 class Instance(NamedTuple):
@@ -297,13 +298,15 @@ def run_marabou(inst: Instance, tmp: Path, binary: Path, prove: bool, workers: i
     return result
 
 
-def recorded_marabou(path: str) -> dict[str, tuple[int, Result]]:
-    """Marabou's limits and results from a ``--record`` CSV of an earlier run (its command in the first line)."""
+def recorded_results(path: str) -> dict[str, dict[str, tuple[int, Result]]]:
+    """``{tool: {instance: (limit, result)}}`` for the tools whose columns a ``--record`` CSV of an
+    earlier run filled (its command is the file's first line)."""
     with open(path, newline="") as f:
-        rows = csv.DictReader(line for line in f if not line.startswith("#"))
-        return {r["instance"]: (int(r["limit_s"]), Result(r["marabou_verdict"], float(r["marabou_cpu_s"]),
-                                                          float(r["marabou_wall_s"]), r["marabou_checked"]))
-                for r in rows if r["marabou_verdict"]}
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return {tool: {r["instance"]: (int(r["limit_s"]), Result(r[f"{tool}_verdict"], float(r[f"{tool}_cpu_s"]),
+                                                             float(r[f"{tool}_wall_s"]), r[f"{tool}_checked"]))
+                   for r in rows if r[f"{tool}_verdict"]}
+            for tool in TOOLS if any(r[f"{tool}_verdict"] for r in rows)}
 
 
 # --- the run -------------------------------------------------------------------------------------
@@ -333,7 +336,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--marabou", metavar="BIN", help="maraboupy's Marabou executable")
     parser.add_argument("--install-marabou", action="store_true", help=f"pip install maraboupy into {MARABOU_VENV}")
     parser.add_argument("--marabou-prove", action="store_true", help="run Marabou with --prove-unsat")
-    parser.add_argument("--marabou-results", metavar="CSV", help="take Marabou's results from an earlier --record")
+    parser.add_argument("--recorded", metavar="CSV", action="append", default=[],
+                        help="take the results of the tools a --record CSV of an earlier run filled from it")
     parser.add_argument("--record", metavar="CSV", help="write every instance's results here, row by row")
     parser.add_argument("-o", "--output", metavar="TABLE.md", help="write the table here as well")
     args = parser.parse_args(argv)
@@ -350,22 +354,30 @@ def main(argv: list[str]) -> int:
             return 0
         if args.timeout:
             instances = [i._replace(timeout=min(i.timeout, args.timeout)) for i in instances]
-        recorded = recorded_marabou(args.marabou_results) if args.marabou_results else None
-        binary = marabou_binary(args.marabou, args.install_marabou) if "marabou" in tools and not recorded else None
-        if "marabou" in tools and not recorded and binary is None:
-            print(f"marabou: not installed (--install-marabou puts maraboupy into {MARABOU_VENV}, or --marabou BIN)")
-        exactform = shlex.split(args.exactform) if "exactform" in tools else None
+        recorded = {tool: answers for path in args.recorded for tool, answers in recorded_results(path).items()}
+        live = {}
+        if "exactform" in tools and "exactform" not in recorded:
+            exactform = shlex.split(args.exactform)
+            live["exactform"] = lambda inst: run_exactform(inst, tmp, exactform, args.workers)
+        if "marabou" in tools and "marabou" not in recorded:
+            binary = marabou_binary(args.marabou, args.install_marabou)
+            if binary is None:
+                print(f"marabou: not installed (--install-marabou puts maraboupy into {MARABOU_VENV}, or --marabou BIN)")
+            else:
+                live["marabou"] = lambda inst: run_marabou(inst, tmp, binary, args.marabou_prove, args.workers)
         record = _Record(args.record, command) if args.record else None
         rows, results, misses = [], [], []
+
+        def answer(tool: str, inst: Instance) -> Result:
+            if tool not in recorded:
+                return live[tool](inst) if tool in live else Result("not run")
+            limit, result = recorded[tool].get(inst.name, (inst.timeout, Result("not run")))
+            if limit != inst.timeout:
+                misses.append(f"{inst.name}: {tool} was recorded with a {limit} s limit, this run's is {inst.timeout} s")
+            return result
+
         for k, inst in enumerate(instances, 1):
-            ours = run_exactform(inst, tmp, exactform, args.workers) if exactform else Result("not run")
-            if recorded is not None:
-                limit, theirs = recorded.get(inst.name, (inst.timeout, Result("not run")))
-                if limit != inst.timeout:
-                    misses.append(f"{inst.name}: Marabou was recorded with a {limit} s limit, this run's is "
-                                  f"{inst.timeout} s")
-            else:
-                theirs = run_marabou(inst, tmp, binary, args.marabou_prove, args.workers) if binary else Result("not run")
+            ours, theirs = (answer(tool, inst) for tool in TOOLS)
             results.append((inst, ours, theirs))
             if ours.verdict in DECIDED and ours.checked != "yes":
                 misses.append(f"{inst.name}: exactform {ours.verdict} not confirmed ({ours.note})")
@@ -385,7 +397,7 @@ def main(argv: list[str]) -> int:
             if record:
                 record.write(inst, ours, theirs)
 
-    report = _report(results, rows, command, args, recorded is not None)
+    report = _report(results, rows, command, sorted(recorded))
     print("\n" + report)
     if args.output:
         Path(args.output).write_text(report + "\n")
@@ -398,11 +410,10 @@ def _cells(r: Result) -> list[str]:
     return [r.verdict, "", ""] if r.verdict == "not run" else [r.verdict, f"{r.cpu:.2f}", r.checked]
 
 
-def _report(results, rows, command, args, recorded: bool) -> str:
+def _report(results, rows, command, recorded: list[str]) -> str:
     lines = [f"Command: `{command}`", "",
              table(["instance", "limit s", "exactform", "cpu s", "checked", "Marabou", "cpu s", "checked"], rows), ""]
     summary = []
-    medians = {}
     for tool, pick in (("exactform", 1), ("Marabou", 2)):
         ran = [(r[0], r[pick]) for r in results if r[pick].verdict != "not run"]
         if not ran:
@@ -410,10 +421,9 @@ def _report(results, rows, command, args, recorded: bool) -> str:
             continue
         solved = [(i, r) for i, r in ran if r.verdict in DECIDED]
         capped = [r.cpu if r.verdict in DECIDED else max(r.cpu, i.timeout) for i, r in ran]
-        medians[tool] = statistics.median(capped)
         summary.append([tool, f"{len(solved)}/{len(ran)}",
                         f"{sum(r.verdict == 'sat' for _, r in solved)} / {sum(r.verdict == 'unsat' for _, r in solved)}",
-                        f"{sum(r.cpu for _, r in solved):.1f}", f"{sum(capped):.1f}", f"{medians[tool]:.2f}"])
+                        f"{sum(r.cpu for _, r in solved):.1f}", f"{sum(capped):.1f}", f"{statistics.median(capped):.2f}"])
     lines += [table(["tool", "solved", "sat / unsat", "cpu s on solved", "cpu s, unsolved at limit",
                      "median s (unsolved at limit)"], summary), ""]
     by_property = {}
@@ -422,21 +432,27 @@ def _report(results, rows, command, args, recorded: bool) -> str:
         counts[0] += 1
         for tally, r in zip(counts[1:], answers):
             tally[r.verdict] += 1
-    lines += [table(["property", "instances", "exactform sat / unsat / other", "Marabou sat / unsat / other"],
-                    [[name, n] + ["not run" if c["not run"] == n else f"{c['sat']} / {c['unsat']} / "
-                                  f"{n - c['sat'] - c['unsat']}" for c in tallies]
-                     for name, (n, *tallies) in by_property.items()]), ""]
-    both = [(o.cpu / t.cpu) for _, o, t in results if o.verdict in DECIDED and t.verdict in DECIDED and t.cpu > 0]
-    if len(medians) == 2:
-        lines.append(f"Median time ratio exactform / Marabou: {medians['exactform'] / medians['Marabou']:.2f} "
-                     f"(medians over all instances, unsolved counted at the limit)"
-                     + (f"; {statistics.median(both):.2f} (median of per-instance ratios on the {len(both)} "
-                        "instances both solved)" if both else ""))
+    def tallied(c: Counter, n: int) -> str:
+        if c["not run"] == n:
+            return "not run"
+        text = f"{c['sat']} / {c['unsat']} / {n - c['not run'] - c['sat'] - c['unsat']}"
+        return text + (f" ({c['not run']} not run)" if c["not run"] else "")
+    lines += [table(["property", "instances", "exactform sat / unsat / unsolved", "Marabou sat / unsat / unsolved"],
+                    [[name, n] + [tallied(c, n) for c in tallies] for name, (n, *tallies) in by_property.items()]), ""]
+    common = [(i, o, t) for i, o, t in results if "not run" not in (o.verdict, t.verdict)]
+    if common:
+        at_limit = lambda i, r: r.cpu if r.verdict in DECIDED else max(r.cpu, i.timeout)  # noqa: E731
+        ours, theirs = (statistics.median(at_limit(x[0], x[k]) for x in common) for k in (1, 2))
+        both = [o.cpu / t.cpu for _, o, t in common if o.verdict in DECIDED and t.verdict in DECIDED and t.cpu > 0]
+        lines.append(f"Median time ratio exactform / Marabou on the {len(common)} instances both ran: "
+                     f"{ours / theirs:.2f} ({ours:.2f} s / {theirs:.2f} s, unsolved counted at the limit)"
+                     + (f"; {statistics.median(both):.2f} as the median of per-instance ratios on the {len(both)} "
+                        "instances both solved" if both else "") + ".")
     agree = sum(1 for _, o, t in results if o.verdict in DECIDED and t.verdict in DECIDED and o.verdict == t.verdict)
     differ = sum(1 for _, o, t in results if {o.verdict, t.verdict} == set(DECIDED))
     lines.append(f"Agreement: {agree} instances answered alike, {differ} disagreements.")
     if recorded:
-        lines.append(f"Marabou's columns are recorded results ({args.marabou_results}), not this run's.")
+        lines.append(f"Recorded results (--recorded), not this run's: {' and '.join(recorded)}.")
     return "\n".join(lines)
 
 
