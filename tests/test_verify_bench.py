@@ -81,3 +81,8 @@ def test_the_harness_on_two_tiny_instances_without_marabou(tmp_path, monkeypatch
     assert {(k, r["exactform_verdict"], r["exactform_checked"], r["marabou_verdict"]) for k, r in rows.items()} \
         == {("tiny/sat_abs", "sat", "yes", ""), ("tiny/unsat_abs", "unsat", "yes", "")}
     assert "| tiny/unsat_abs | 20      | unsat" in (tmp_path / "table.md").read_text()
+    again = tmp_path / "again.md"
+    assert vb.main(["--quick", "--recorded", str(record), "-o", str(again)]) == 0      # nothing re-run
+    assert again.read_text().split("\n\n")[1] == (tmp_path / "table.md").read_text().split("\n\n")[1]
+    assert vb.main(["--quick", "--timeout", "5", "--recorded", str(record)]) == 1       # recorded at 20 s
+    assert "exactform was recorded with a 20 s limit, this run's is 5 s" in capsys.readouterr().out
