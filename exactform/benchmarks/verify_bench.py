@@ -354,7 +354,10 @@ def main(argv: list[str]) -> int:
             return 0
         if args.timeout:
             instances = [i._replace(timeout=min(i.timeout, args.timeout)) for i in instances]
-        recorded = {tool: answers for path in args.recorded for tool, answers in recorded_results(path).items()}
+        recorded: dict[str, dict] = {}
+        for path in args.recorded:
+            for tool, answers in recorded_results(path).items():
+                recorded.setdefault(tool, {}).update(answers)
         live = {}
         if "exactform" in tools and "exactform" not in recorded:
             exactform = shlex.split(args.exactform)
