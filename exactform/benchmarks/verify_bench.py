@@ -467,7 +467,7 @@ class _Record:
     def __init__(self, path: str, command: str):
         self.file = open(path, "w", newline="")
         self.file.write(f"# {command}\n")
-        self.writer = csv.writer(self.file)
+        self.writer = csv.writer(self.file, lineterminator="\n")
         self.writer.writerow(self.FIELDS)
 
     def write(self, inst: Instance, ours: Result, theirs: Result) -> None:
