@@ -11,15 +11,18 @@ VNN-COMP's; ``--timeout S`` lowers every instance's limit to ``S`` (say so when 
 Times in the table are the CPU seconds of the tool's process and the children it waited for (wall
 seconds are recorded as well); each tool runs with one worker unless ``--workers N`` says otherwise
 (then the CPU seconds of worker processes that were stopped are not counted: quote wall seconds).
+``--record CSV`` keeps every instance's results as they come (the command in the first line);
+``--recorded CSV`` (repeatable) takes a tool's results from such a file instead of running it, so
+runs of the two tools made side by side on one machine give one table.
 
 Every answer is checked before it counts: an exactform ``unsat`` needs its certificate accepted by
 ``exactform check``, an exactform ``sat`` needs its counterexample confirmed by exact evaluation of
 the network (``MaxoutNet``, rationals) and of the property; a failure is a miss (exit 1).  Marabou's
 answers are floating point: its ``sat`` counts as checked when the input it prints (6 decimals),
-evaluated exactly, violates the property; its ``--prove-unsat`` proofs (``--marabou-prove``) are
-checked by Marabou itself in floating point, which the table reports as ``float self-check`` when
-its statistics show a proof tree with no leaf delegated (``no proof printed`` otherwise, e.g. an
-``unsat`` found while preprocessing).
+evaluated exactly, violates the property (``no`` is Marabou's rounding, not a miss here); its
+``--prove-unsat`` proofs (``--marabou-prove``) are checked by Marabou itself in floating point,
+which the table reports as ``float self-check`` when its statistics show a proof tree with no leaf
+delegated (``no proof printed`` otherwise, e.g. an ``unsat`` found while preprocessing).
 Where the two tools give opposite definite answers, the instance is printed and decided exactly:
 by exactform's counterexample (re-evaluated exactly) or by exactform's accepted certificate together
 with Marabou's counterexample evaluated exactly; a disagreement that is exactform's fault is a miss.
@@ -278,7 +281,8 @@ def run_marabou(inst: Instance, tmp: Path, binary: Path, prove: bool, workers: i
     summary, log = tmp / "marabou.summary", tmp / "marabou.log"
     summary.unlink(missing_ok=True)
     argv = [str(binary), str(inst.net), str(inst.prop), "--timeout", str(WALL_FACTOR * inst.timeout),
-            "--num-workers", str(workers), "--summary-file", str(summary)] + (["--prove-unsat", "--verbosity", "1"] if prove else ["--verbosity", "0"])
+            "--num-workers", str(workers), "--summary-file", str(summary),
+            *(["--prove-unsat", "--verbosity", "1"] if prove else ["--verbosity", "0"])]
     code, cpu, wall = limited(argv, inst.timeout, log, cwd=tmp)      # it may write assignment.txt there
     if code is None:
         return Result("timeout", cpu, wall, note="stopped at the limit")
@@ -326,7 +330,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m exactform.benchmarks verify", description=__doc__.split("\n")[0])
     parser.add_argument("--props", help="property numbers, e.g. 1,3 (default: all ten)")
     parser.add_argument("--instances", type=int, metavar="N", help="N instances spread evenly over the selection")
-    parser.add_argument("--timeout", type=int, metavar="S", help="CPU seconds per instance, at most (default: VNN-COMP's)")
+    parser.add_argument("--timeout", type=int, metavar="S",
+                        help="CPU seconds per instance, at most (default: VNN-COMP's)")
     parser.add_argument("--quick", action="store_true", help="two tiny instances instead of ACAS Xu (smoke test)")
     parser.add_argument("--tools", default="exactform,marabou", help="which tools to run (default: both)")
     parser.add_argument("--exactform", default=f"{shlex.quote(sys.executable)} -m exactform",
@@ -365,7 +370,8 @@ def main(argv: list[str]) -> int:
         if "marabou" in tools and "marabou" not in recorded:
             binary = marabou_binary(args.marabou, args.install_marabou)
             if binary is None:
-                print(f"marabou: not installed (--install-marabou puts maraboupy into {MARABOU_VENV}, or --marabou BIN)")
+                print(f"marabou: not installed (--install-marabou puts maraboupy into {MARABOU_VENV}, "
+                      "or --marabou BIN)")
             else:
                 live["marabou"] = lambda inst: run_marabou(inst, tmp, binary, args.marabou_prove, args.workers)
         record = _Record(args.record, command) if args.record else None
@@ -376,7 +382,8 @@ def main(argv: list[str]) -> int:
                 return live[tool](inst) if tool in live else Result("not run")
             limit, result = recorded[tool].get(inst.name, (inst.timeout, Result("not run")))
             if limit != inst.timeout:
-                misses.append(f"{inst.name}: {tool} was recorded with a {limit} s limit, this run's is {inst.timeout} s")
+                misses.append(f"{inst.name}: {tool} was recorded with a {limit} s limit, "
+                              f"this run's is {inst.timeout} s")
             return result
 
         for k, inst in enumerate(instances, 1):
@@ -424,9 +431,10 @@ def _report(results, rows, command, recorded: list[str]) -> str:
             continue
         solved = [(i, r) for i, r in ran if r.verdict in DECIDED]
         capped = [r.cpu if r.verdict in DECIDED else max(r.cpu, i.timeout) for i, r in ran]
-        summary.append([tool, f"{len(solved)}/{len(ran)}",
-                        f"{sum(r.verdict == 'sat' for _, r in solved)} / {sum(r.verdict == 'unsat' for _, r in solved)}",
-                        f"{sum(r.cpu for _, r in solved):.1f}", f"{sum(capped):.1f}", f"{statistics.median(capped):.2f}"])
+        sat = sum(r.verdict == "sat" for _, r in solved)
+        summary.append([tool, f"{len(solved)}/{len(ran)}", f"{sat} / {len(solved) - sat}",
+                        f"{sum(r.cpu for _, r in solved):.1f}", f"{sum(capped):.1f}",
+                        f"{statistics.median(capped):.2f}"])
     lines += [table(["tool", "solved", "sat / unsat", "cpu s on solved", "cpu s, unsolved at limit",
                      "median s (unsolved at limit)"], summary), ""]
     by_property = {}
@@ -473,7 +481,8 @@ class _Record:
     def write(self, inst: Instance, ours: Result, theirs: Result) -> None:
         cells = [inst.name, inst.net.name, inst.prop.name, inst.timeout]
         for r in (ours, theirs):
-            cells += ["", "", "", ""] if r.verdict == "not run" else [r.verdict, f"{r.cpu:.2f}", f"{r.wall:.2f}", r.checked]
+            cells += (["", "", "", ""] if r.verdict == "not run"
+                      else [r.verdict, f"{r.cpu:.2f}", f"{r.wall:.2f}", r.checked])
         self.writer.writerow(cells)
         self.file.flush()
 
