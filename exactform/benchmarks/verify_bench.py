@@ -12,8 +12,9 @@ Times in the table are the CPU seconds of the tool's process and the children it
 seconds are recorded as well); each tool runs with one worker unless ``--workers N`` says otherwise
 (then the CPU seconds of worker processes that were stopped are not counted: quote wall seconds).
 ``--record CSV`` keeps every instance's results as they come (the command in the first line);
-``--recorded CSV`` (repeatable) takes a tool's results from such a file instead of running it, so
-runs of the two tools made side by side on one machine give one table.
+``--recorded CSV`` (repeatable) takes a tool's results from such a file, and the tools of
+``--tools`` run only the instances no file holds (``--tools none``: nothing is run), so runs of
+the two tools made side by side on one machine give one table.
 
 Every answer is checked before it counts: an exactform ``unsat`` needs its certificate accepted by
 ``exactform check``, an exactform ``sat`` needs its counterexample confirmed by exact evaluation of
@@ -342,7 +343,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--install-marabou", action="store_true", help=f"pip install maraboupy into {MARABOU_VENV}")
     parser.add_argument("--marabou-prove", action="store_true", help="run Marabou with --prove-unsat")
     parser.add_argument("--recorded", metavar="CSV", action="append", default=[],
-                        help="take the results of the tools a --record CSV of an earlier run filled from it")
+                        help="take the results a --record CSV of an earlier run holds from it (the tools "
+                        "of --tools run the rest)")
     parser.add_argument("--record", metavar="CSV", help="write every instance's results here, row by row")
     parser.add_argument("-o", "--output", metavar="TABLE.md", help="write the table here as well")
     args = parser.parse_args(argv)
@@ -364,10 +366,10 @@ def main(argv: list[str]) -> int:
             for tool, answers in recorded_results(path).items():
                 recorded.setdefault(tool, {}).update(answers)
         live = {}
-        if "exactform" in tools and "exactform" not in recorded:
+        if "exactform" in tools:
             exactform = shlex.split(args.exactform)
             live["exactform"] = lambda inst: run_exactform(inst, tmp, exactform, args.workers)
-        if "marabou" in tools and "marabou" not in recorded:
+        if "marabou" in tools:
             binary = marabou_binary(args.marabou, args.install_marabou)
             if binary is None:
                 print(f"marabou: not installed (--install-marabou puts maraboupy into {MARABOU_VENV}, "
@@ -378,9 +380,9 @@ def main(argv: list[str]) -> int:
         rows, results, misses = [], [], []
 
         def answer(tool: str, inst: Instance) -> Result:
-            if tool not in recorded:
+            if inst.name not in recorded.get(tool, {}):
                 return live[tool](inst) if tool in live else Result("not run")
-            limit, result = recorded[tool].get(inst.name, (inst.timeout, Result("not run")))
+            limit, result = recorded[tool][inst.name]
             if limit != inst.timeout:
                 misses.append(f"{inst.name}: {tool} was recorded with a {limit} s limit, "
                               f"this run's is {inst.timeout} s")
