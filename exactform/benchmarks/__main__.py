@@ -1,16 +1,20 @@
-"""``python -m exactform.benchmarks [NAME ...]`` (``python -m benchmarks`` in a checkout): run every
-``*_bench.py`` here (or the named ones), each as its own ``__main__``; a script that exits non-zero is
-reported and the rest still run."""
+"""``python -m exactform.benchmarks [NAME ...] [OPTIONS]`` (``python -m benchmarks`` in a checkout): run
+every ``*_bench.py`` here (or the named ones), each as its own ``__main__``, with the options that follow
+the names (``python -m exactform.benchmarks verify --props 3 --instances 5``); a script that exits
+non-zero is reported and the rest still run."""
 import runpy
 import sys
 from pathlib import Path
 
 here = Path(__file__).parent
-names = sys.argv[1:] or sorted(p.stem.removesuffix("_bench") for p in here.glob("*_bench.py"))
+given = sys.argv[1:]
+split = next((k for k, a in enumerate(given) if a.startswith("-")), len(given))
+names, options = given[:split], given[split:]
+names = names or sorted(p.stem.removesuffix("_bench") for p in here.glob("*_bench.py"))
 failed = []
 for name in names:
     print(f"\n### {name}\n", flush=True)
-    sys.argv = [str(here / f"{name}_bench.py")]
+    sys.argv = [str(here / f"{name}_bench.py"), *options]
     try:
         runpy.run_path(sys.argv[0], run_name="__main__")
     except SystemExit as e:
