@@ -359,3 +359,13 @@ def test_mutation_fuzz_never_crashes_the_checker():
             assert checker.verify(doc, "fuzz.json: ").code in (0, 1)
         except reader.Malformed as e:
             assert str(e).startswith("fuzz.json") or "fuzz" in str(e)
+
+
+def test_hints_the_checker_cannot_read_are_a_failed_claim_not_a_traceback():
+    """Issue 23 (noticed): certify of a net with a Transformer of another shape crashed with the checker's
+    Malformed from certificate.write.document; every claim is now NOT PROVED with the checker's reason."""
+    from exactform.certificate.write import document
+    net, tf, _ = good(NETS["ragged"]())
+    doc, derived = document("equality", net.to_json(), tf.to_json(), {"phases": [], "pieces": []}, {})
+    assert all(not holds for holds, _ in derived.values())
+    assert all(c["statement"].startswith("NOT PROVED: the checker cannot follow the Transformer") for c in doc["claims"])

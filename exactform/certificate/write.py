@@ -52,7 +52,10 @@ def document(kind: str, net_json: dict, tf_json: dict, hint: dict, extra: dict[s
     ``{claim: (holds, statement or reason)}``; a claim that fails is stated as ``NOT PROVED: reason``."""
     doc = {"format": reader.FORMAT, "kind": kind, "maxout": net_json, "transformer": tf_json, "hints": hint,
            "claims": [{"id": c, "statement": "", **extra.get(c, {})} for c in walk.CLAIMS[kind]]}
-    derived = walk.derive(doc)[4]
+    try:
+        derived = walk.derive(doc)[4]
+    except reader.Malformed as e:            # hints the checker cannot read: the Transformer is not of the construction's shape
+        derived = {c: (False, f"the checker cannot follow the Transformer: {e}") for c in walk.CLAIMS[kind]}
     for claim in doc["claims"]:
         holds, words = derived[claim["id"]]
         claim["statement"] = words if holds else f"NOT PROVED: {words}"
