@@ -102,6 +102,7 @@ def normalise_argv(argv: list[str]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     from .errors import InputError
+    from .files import outputs_apart
     argv = normalise_argv(argv)
     sys.set_int_max_str_digits(0)      # every reader bounds its digits itself; results may be longer
     args = build_parser(_requested(argv)).parse_args(argv)
@@ -109,6 +110,7 @@ def main(argv: list[str]) -> int:
     written = getattr(sys.modules.get(f"{__package__}.formats"), "WRITTEN", [])
     written.clear()
     try:
+        outputs_apart(args)
         with _deadline(seconds):
             code = args.run(args)
             sys.stdout.flush()

@@ -1,0 +1,228 @@
+"""From ``pip install`` to CI (issue 23): a typed API, outputs that never clobber inputs, optional
+dependencies named in one line, packaging sized to the job, helpful errors."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import exactform
+from exactform.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+PY = sys.executable
+
+
+def cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(code, out, err, *words):
+    assert code == 2 and err.count("\n") == 1 and err.startswith("exactform: error: "), (code, out, err)
+    assert "Traceback" not in err and all(w in err for w in words), err
+
+
+# --- finding 5: a typed public API ---------------------------------------------------------------
+
+def test_mypy_strict_accepts_the_api_example_and_refuses_wrong_types(tmp_path):
+    """``examples/api.py`` uses the whole API under ``mypy --strict``; wrong uses are errors, so
+    nothing reaches the caller as ``Any``.  (torch, an extra, is not followed: its stubs alone take
+    ten times the rest.)"""
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text("import exactform\n"
+                     "a: int = exactform.load_maxout('n.json')\n"
+                     "exactform.compile(exactform.load('n.json'))\n"
+                     "b: int = exactform.approx('x', [(0, 1)], eps=1)\n"
+                     "c: int = exactform.check('c.json')\n"
+                     "exactform.nosuch\n")
+    config = tmp_path / "mypy.ini"
+    config.write_text("[mypy]\n[mypy-torch.*]\nfollow_imports = skip\n")
+    done = subprocess.run([PY, "-m", "mypy", "--strict", "--follow-imports=silent", "--config-file", str(config),
+                           "--cache-dir", str(tmp_path / "cache"), str(EXAMPLES / "api.py"), str(wrong)],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300)
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert [int(n) for n in re.findall(r"wrong\.py:(\d+): error", done.stdout)] == [2, 3, 4, 5, 6], done.stdout
+    assert len(errors) == 5, done.stdout                        # none in examples/api.py
+
+
+def test_help_and_dir_show_the_api_with_its_signatures():
+    import inspect
+    import pydoc
+    names = [n for n in exactform.__all__ if n != "__version__"]
+    assert set(names) <= set(dir(exactform))
+    text = pydoc.plain(pydoc.render_doc(exactform))
+    assert all(f"{n}(" in text for n in ("load_maxout", "certify", "check", "approx")), text[:2000]
+    assert "-> exactform.models.maxout.MaxoutNet" in str(inspect.signature(exactform.load_maxout)) or \
+        inspect.signature(exactform.load_maxout).return_annotation in ("MaxoutNet", exactform.MaxoutNet)
+    stub = (ROOT / "exactform" / "__init__.pyi").read_text()
+    assert all(f"{n} as {n}" in stub for n in names)            # the stub re-exports every name
+
+
+def test_errors_are_one_hierarchy_of_value_errors():
+    assert issubclass(exactform.Error, ValueError)
+    assert issubclass(exactform.InputError, exactform.Error) and issubclass(exactform.NotProved, exactform.Error)
+
+
+def test_check_raises_for_a_missing_or_malformed_certificate_and_names_no_temporary_file(tmp_path):
+    with pytest.raises(exactform.InputError, match="missing.cert.json: no such file"):
+        exactform.check(tmp_path / "missing.cert.json")
+    net = exactform.load_maxout(EXAMPLES / "abs.json")
+    cert = exactform.certify(net)
+    assert exactform.check(cert, maxout=net)
+    broken = {**cert, "claims": "none"}
+    with pytest.raises(exactform.InputError) as e:
+        exactform.check(broken)
+    assert str(e.value).startswith("<certificate>") and "exactform-check-" not in str(e.value), str(e.value)
+
+
+def test_typed_loaders_refuse_the_other_kinds(tmp_path):
+    net = exactform.load_maxout(EXAMPLES / "abs.json")
+    exactform.save(exactform.compile(net), tmp_path / "tf.json")
+    assert isinstance(exactform.load_transformer(tmp_path / "tf.json"), exactform.Transformer)
+    with pytest.raises(exactform.InputError, match="expected exactform/maxout@1"):
+        exactform.load_maxout(tmp_path / "tf.json")
+    with pytest.raises(exactform.InputError, match="expected exactform/certificate@"):
+        exactform.load_certificate(EXAMPLES / "abs.json")
+
+
+def test_approx_returns_a_maxout_net_that_compile_and_save_take(tmp_path):
+    net = exactform.approx("Abs(x)", [(-1, 1)], eps="1/2")
+    assert isinstance(net, exactform.MaxoutNet)
+    exactform.save(exactform.compile(net), tmp_path / "tf.json")
+    exactform.save(net, tmp_path / "net.json")
+    assert exactform.load_maxout(tmp_path / "net.json").to_json() == net.to_json()
+    with pytest.raises(exactform.NotProved):
+        exactform.approx("x**2", [(-1, 1)], eps="1/1000000000000000000000000000000")
+    with pytest.raises(exactform.InputError, match="expr"):
+        exactform.approx("-x**2", [(-1, 1)], eps="1/2")
+
+
+def test_save_names_the_path_once(tmp_path):
+    with pytest.raises(exactform.InputError) as e:
+        exactform.save(exactform.load_maxout(EXAMPLES / "abs.json"), tmp_path / "no" / "net.json")
+    assert str(e.value).count("net.json") == 1, str(e.value)
+
+
+# --- finding 2: an output that is an input ---------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["same", "dot", "link", "hard"])
+def test_an_output_that_is_an_input_is_refused_before_work(how, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(EXAMPLES / "relu_net.json", "net.json")
+    before = Path("net.json").read_bytes()
+    out = {"same": "net.json", "dot": "./sub/../net.json", "link": "link.json", "hard": "hard.json"}[how]
+    Path("sub").mkdir()
+    if how == "link":
+        os.symlink("net.json", "link.json")
+    if how == "hard":
+        os.link("net.json", "hard.json")
+    one_line_error(*cli(capsys, "compile", "net.json", "-o", out), "-o", "also an input")
+    one_line_error(*cli(capsys, "certify", "net.json", EXAMPLES / "ci/models/relu_net.tf.json", "-o", out),
+                   "also an input")
+    assert Path("net.json").read_bytes() == before
+
+
+def test_two_outputs_of_one_command_are_refused(tmp_path, capsys):
+    one_line_error(*cli(capsys, "softmax", EXAMPLES / "relu_net.json", "--eps", "1/10", "-o", tmp_path / "s.json",
+                        "--cert", tmp_path / "s.json"), "--cert", "-o's file")
+    assert not (tmp_path / "s.json").exists()
+
+
+# --- finding 1: optional dependencies named in one line ---------------------------------------------
+
+BLOCK = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split('.')[0] == {module!r}:
+            raise ImportError('blocked ' + name)
+import importlib.util
+real = importlib.util.find_spec
+importlib.util.find_spec = lambda name, *a: None if name.split('.')[0] == {module!r} else real(name, *a)
+sys.meta_path.insert(0, Block())
+from exactform.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("module, extra, argv", [
+    ("onnx", "onnx", ["export", "TF", "-o", "OUT/tf.onnx"]),
+    ("matplotlib", "plot", ["regions", "NET", "--plot", "OUT/p.png"]),
+    ("onnx", "onnx", ["certify-all", str(ROOT / "data" / "acasxu"), "--only", ".onnx", "--out", "OUT/c"]),
+])
+def test_a_missing_extra_is_one_line_naming_the_pip_command(module, extra, argv, tmp_path):
+    argv = [a.replace("TF", str(EXAMPLES / "ci/models/abs.tf.json")).replace("NET", str(EXAMPLES / "abs.json"))
+            .replace("OUT", str(tmp_path)) for a in argv]
+    done = subprocess.run([PY, "-c", BLOCK.format(module=module), *argv], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+    one_line_error(done.returncode, done.stdout, done.stderr, f"pip install 'exactform[{extra}]'")
+    assert not any(tmp_path.iterdir())
+
+
+# --- finding 7: packaging ----------------------------------------------------------------------------
+
+def test_dependencies_are_sized_to_the_job():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    hard = " ".join(project["dependencies"])
+    assert not re.search(r"\b(torch|onnx|matplotlib)\b", hard) and "==" not in hard, hard
+    extras = project["optional-dependencies"]
+    assert {"torch", "onnx", "plot"} <= set(extras) and isinstance(project["license"], str)
+    assert "dist/" in (ROOT / ".gitignore").read_text().split()
+    for text in ((ROOT / "Makefile").read_text(), (ROOT / "README.md").read_text()):
+        assert "torch==2.13.0" in text and "download.pytorch.org/whl/cpu" in text
+
+
+def test_examples_survive_cp_r(tmp_path):
+    """No link under examples/ (a relative link dangles once the folder is copied elsewhere)."""
+    links = [p for p in EXAMPLES.rglob("*") if p.is_symlink()]
+    assert links == []
+    for name in ("abs", "relu_net", "maxout_2d"):          # the package's copies are the same files
+        assert (EXAMPLES / f"{name}.json").read_bytes() == \
+            (ROOT / "exactform/proofs/examples" / f"{name}.json").read_bytes()
+
+
+# --- finding 10: certify-all ----------------------------------------------------------------------------
+
+def test_certify_all_prefers_one_file_per_stem_and_says_which(tmp_path):
+    from exactform.commands.certify_all import networks
+    left_out = []
+    jobs = networks(ROOT / "data" / "acasxu", None, None, left_out)
+    assert len(jobs) == 45 and all(path.endswith(".onnx") for _, path, _ in jobs)
+    nnet = sorted(p.name for p in (ROOT / "data" / "acasxu").glob("*.nnet"))
+    assert nnet and left_out == [f"{n} (certifying {n[:-5]}.onnx)" for n in nnet]
+    shutil.copy(EXAMPLES / "abs.json", tmp_path / "a.json")
+    (tmp_path / "a.onnx").write_bytes(b"not read")
+    assert [Path(p).name for _, p, _ in networks(tmp_path, None)] == ["a.json"]
+
+
+def test_certify_all_lines_are_short_and_a_run_resumes(tmp_path, capsys, monkeypatch):
+    from exactform.commands import certify_all
+    zoo, out = tmp_path / "zoo", tmp_path / "out"
+    zoo.mkdir()
+    for name in ("abs", "maxout_2d", "relu_net"):
+        shutil.copy(EXAMPLES / f"{name}.json", zoo)
+    real = certify_all.certify_network
+
+    def interrupted(job):
+        if job[0] == "maxout_2d":
+            raise KeyboardInterrupt
+        return real(job)
+    monkeypatch.setattr(certify_all, "certify_network", interrupted)
+    assert cli(capsys, "certify-all", zoo, "--out", out, "--workers", "1")[0] == 130
+    assert sorted(p.name for p in out.iterdir()) == ["abs.cert.json"]         # Ctrl-C keeps what finished
+    monkeypatch.setattr(certify_all, "certify_network", real)
+    code, text, err = cli(capsys, "certify-all", zoo, "--out", out, "--workers", "1")
+    lines = text.splitlines()
+    assert code == 0 and max(map(len, lines[1:-1])) <= 80, text
+    assert "kept abs.cert.json" in lines[1] and "certified and checked" in lines[2] + lines[3]
+    (out / "relu_net.cert.json").write_bytes((out / "abs.cert.json").read_bytes())     # not relu_net's
+    code, text, _ = cli(capsys, "certify-all", zoo, "--out", out, "--workers", "1")
+    assert code == 0 and "relu_net.json on its own domain: certified and checked" in text, text
+    assert exactform.check(out / "relu_net.cert.json", maxout=EXAMPLES / "relu_net.json")
