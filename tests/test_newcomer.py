@@ -226,3 +226,31 @@ def test_certify_all_lines_are_short_and_a_run_resumes(tmp_path, capsys, monkeyp
     code, text, _ = cli(capsys, "certify-all", zoo, "--out", out, "--workers", "1")
     assert code == 0 and "relu_net.json on its own domain: certified and checked" in text, text
     assert exactform.check(out / "relu_net.cert.json", maxout=EXAMPLES / "relu_net.json")
+
+
+# --- finding 3: --max-regions bounds the work ---------------------------------------------------------
+
+def test_max_regions_stops_as_cells_are_cut(monkeypatch):
+    """One layer of 40 ReLUs in the plane cuts the box into hundreds of cells; with a limit of 10 the
+    enumeration stops after a few dozen cuts, not after the layer (the old check came only then)."""
+    import random
+
+    from nets import relu_net
+
+    from exactform.geometry import regions
+    net = relu_net(random.Random(3), [2, 40])
+    cuts = []
+    real = regions.argmax_split
+    monkeypatch.setattr(regions, "argmax_split", lambda cell, pieces: cuts.append(1) or real(cell, pieces))
+    assert regions.count_regions(net).activation_regions > 200
+    everything, cuts[:] = len(cuts), []
+    with pytest.raises(regions.RegionLimit, match="more than 10 activation cells in stage 1"):
+        regions.count_regions(net, max_regions=10)
+    assert len(cuts) <= 10 * 40 // 4 < everything, (len(cuts), everything)
+
+
+def test_plot_to_a_file_that_is_not_an_image_is_refused_before_work(tmp_path, capsys, monkeypatch):
+    from exactform.geometry import regions
+    monkeypatch.setattr(regions, "count_regions", lambda *a, **k: pytest.fail("counted before refusing"))
+    one_line_error(*cli(capsys, "regions", EXAMPLES / "abs.json", "--plot", tmp_path / "f.txt"), "--plot", ".png")
+    assert not (tmp_path / "f.txt").exists()
