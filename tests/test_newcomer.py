@@ -254,3 +254,37 @@ def test_plot_to_a_file_that_is_not_an_image_is_refused_before_work(tmp_path, ca
     monkeypatch.setattr(regions, "count_regions", lambda *a, **k: pytest.fail("counted before refusing"))
     one_line_error(*cli(capsys, "regions", EXAMPLES / "abs.json", "--plot", tmp_path / "f.txt"), "--plot", ".png")
     assert not (tmp_path / "f.txt").exists()
+
+
+# --- finding 9: errors and help pages that help ---------------------------------------------------------
+
+@pytest.mark.parametrize("argv, words", [
+    (["comile", "net.json"], ["comile: unknown command; did you mean compile?"]),
+    (["--timeout", "5", "cerify"], ["did you mean certify or certify-all?"]),
+    (["compile", "ABS", "--ouput", "x.json"], ["--ouput: unknown option of exactform compile; did you mean --output?"]),
+    (["compile", "ONNX", "-o", "OUT"], ["an ONNX network, not exactform JSON: run `exactform import"]),
+    (["prove", "c9"], ["unknown claim 'C9'"]),
+])
+def test_typos_and_wrong_files_get_a_line_that_says_what_to_do(argv, words, tmp_path, capsys):
+    onnx = ROOT / "data" / "acasxu" / "ACASXU_run2a_1_1_batch_2000.onnx"
+    argv = [{"ABS": str(EXAMPLES / "abs.json"), "ONNX": str(onnx), "OUT": str(tmp_path / "o.json")}.get(a, a)
+            for a in argv]
+    one_line_error(*cli(capsys, *argv), *words)
+
+
+def test_prove_takes_a_claim_in_either_case(capsys):
+    code, out, _ = cli(capsys, "prove", "c4", "--workers", "1")
+    assert code == 0 and "1 of 1 claims proved" in out
+
+
+def test_help_pages_describe_the_command_list_benchmarks_and_exit_codes(capsys):
+    from exactform.commands.bench import benchmarks
+    for argv in (["--help"], ["compile", "--help"], ["bench", "--help"], ["certify-all", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        text = " ".join(capsys.readouterr().out.split())
+        assert "exit codes: 0 proved / done; 1 refuted" in text and "2 bad input" in text, text
+        if argv[0] == "compile":
+            assert "[-h] -o OUTPUT [--json] [--timeout SECONDS] net compile a Maxout net into" in text, text
+        if argv[0] == "bench":
+            assert all(name in text for name in benchmarks()) and "scale" in benchmarks()
