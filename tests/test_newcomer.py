@@ -288,3 +288,27 @@ def test_help_pages_describe_the_command_list_benchmarks_and_exit_codes(capsys):
             assert "[-h] -o OUTPUT [--json] [--timeout SECONDS] net compile a Maxout net into" in text, text
         if argv[0] == "bench":
             assert all(name in text for name in benchmarks()) and "scale" in benchmarks()
+
+
+# --- finding 11: plots a reader understands --------------------------------------------------------------
+
+def test_2d_plot_numbers_each_cell_by_its_linear_region_and_names_the_output_drawn(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from exactform.geometry.regions import count_regions
+    from exactform.prove import region_plot
+    drawn = {}
+    real = Figure.savefig
+
+    def capture(fig, path, **kw):
+        ax = fig.axes[0]
+        drawn.update(title=ax.get_title(), labels=[t.get_text() for t in ax.texts],
+                     shading=[type(c).__name__ for c in ax.collections])
+        return real(fig, path, **kw)
+    monkeypatch.setattr(Figure, "savefig", capture)
+    result = count_regions(exactform.load_maxout(EXAMPLES / "maxout_2d.json"))
+    region_plot.plot_regions(result, tmp_path / "m.png")
+    assert len(drawn["labels"]) == len(result.pieces) == 8 and len(set(drawn["labels"])) == result.regions == 5
+    assert "output 0 of 2" in drawn["title"] and "dashed" in drawn["title"]
+    assert "TriMesh" in drawn["shading"]             # smooth shading: no contour bands that read as boundaries
