@@ -150,7 +150,9 @@ def check(certificate: dict[str, Any] | PathLike, maxout: MaxoutNet | PathLike |
 def import_network(path: PathLike, domain: Domain) -> MaxoutNet:
     """An ONNX, ``.nnet`` or ``torch.save`` ReLU network as an exact ``MaxoutNet`` on ``domain``
     (every float weight converted to its exact rational)."""
+    from .errors import requires_for
     from .importers import import_network as load_network
+    requires_for(str(path))
     return load_network(str(path), _domain(domain))
 
 
@@ -158,6 +160,8 @@ def from_torch(module: torch.nn.Module, domain: Domain, input_shape: Sequence[in
     """A torch module (eval mode; Linear, Conv, pooling, BatchNorm, LeakyReLU/PReLU, clipping,
     residual ``forward``…, docs/importers.md) as an exact ``MaxoutNet``; the input, of
     ``input_shape`` (default: the first ``Linear``'s features), is flattened row-major."""
+    from .errors import requires
+    requires("torch", "from_torch")
     from .importers.torch import from_module
     from .models.box import domain_box
     pairs = _domain(domain)

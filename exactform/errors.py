@@ -32,6 +32,17 @@ EXTRAS = {"onnx": "onnx", "onnxruntime": "onnx", "onnxscript": "onnx", "torch": 
 """The optional dependencies and the extra (``pyproject.toml``) that installs each."""
 
 
+NETWORK_MODULES = {".onnx": "onnx", ".pt": "torch", ".pth": "torch"}
+"""The optional module each kind of network file needs (``.nnet`` and JSON need none)."""
+
+
+def requires_for(path: str) -> None:
+    """``requires`` for the network file ``path``, by its suffix (the importers' readers)."""
+    module = NETWORK_MODULES.get(path[path.rfind("."):].lower()) if "." in path else None
+    if module:
+        requires(module, path)
+
+
 def requires(module: str, what: str) -> None:
     """``InputError`` naming ``pip install 'exactform[EXTRA]'`` unless ``module`` can be imported,
     checked before any work (``what``: the command or file that needs it)."""

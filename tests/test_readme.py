@@ -1,5 +1,5 @@
-"""The README as written, from a wheel (issue 23): the wheel installed in a fresh venv (no network:
-``--no-deps``, the test venv's packages on its path), every command of the quickstart and of "Use in
+"""The README as written, from a wheel (issue 23): the wheel installed in a fresh venv by the CI
+workflow's install step (no network: ``--no-deps``, the test venv's packages on its path), every command of the quickstart and of "Use in
 CI" run by bash from a folder outside the clone into which ``examples/`` was copied with ``cp -r``,
 and every option of the commands table listed by that command's ``--help``.  The CI block's
 ``exactform prove`` is the suite's one run of the eight proof scripts (what ``make demo`` ends
@@ -27,20 +27,29 @@ def block(after: str) -> list[str]:
     return [line.strip() for line in body.replace("\\\n", " ").splitlines() if line.strip()]
 
 
+OFFLINE = """
+pip() { python -m pip "$@" --no-deps --no-index -q; }      # no network here: the test venv's packages
+pytest() { python -m pytest -p no:cacheprovider "$@"; }    # the venv's python, so the wheel's plugin
+"""
+
+
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory):
-    """(environment, outside folder): the wheel installed into a fresh venv, on PATH."""
+    """(environment, outside folder): a fresh venv on PATH, into which the CI workflow's install
+    step (``pip install "$EXACTFORM"``, examples/ci/exactform.yml) installed the wheel."""
+    from test_ci_recipe import environment, step
     tmp = tmp_path_factory.mktemp("readme")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp / "venv")], check=True, timeout=120)
     site = next((tmp / "venv" / "lib").glob("python3*/site-packages"))
     (site / "test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")   # no network here
-    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(tmp / "venv" / "bin" / "python"), "install",
-                           "-q", "--no-deps", "--no-index", str(wheel)], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
     outside = tmp / "elsewhere"
     outside.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PATH"] = f"{tmp / 'venv' / 'bin'}{os.pathsep}{env['PATH']}"
+    env = {k: v for k, v in environment(EXACTFORM=str(wheel)).items() if k != "PYTHONPATH"}
+    env["PATH"] = f"{tmp / 'venv' / 'bin'}{os.pathsep}{os.environ['PATH']}"
+    install = [line for line in step("Install exactform").splitlines() if "$EXACTFORM" in line]
+    assert install == ['pip install "$EXACTFORM"             # the check needs no extra; pytest for the second step']
+    done = bash(OFFLINE + install[0], env, outside)
+    assert done.returncode == 0, done.stdout + done.stderr
     where = subprocess.run(["python", "-c", "import exactform; print(exactform.__file__)"], cwd=outside, env=env,
                            capture_output=True, text=True)
     assert where.stdout.startswith(str(site)), where.stdout + where.stderr
@@ -68,10 +77,7 @@ def ci_block(venv):
     env, outside = venv
     copied = bash(f"cp -r {ROOT / 'examples'} examples", env, outside)
     assert copied.returncode == 0, copied.stderr
-    runs = []
-    for command in block("## Use in CI"):
-        command = re.sub(r"^pytest ", "python -m pytest -p no:cacheprovider ", command)   # the venv's own pytest
-        runs.append((command, bash(command, env, outside, timeout=1800)))
+    runs = [(command, bash(OFFLINE + command, env, outside, timeout=1800)) for command in block("## Use in CI")]
     return runs, outside
 
 
@@ -107,3 +113,14 @@ def test_every_option_of_the_commands_table_is_in_its_help(venv):
         assert done.returncode == 0, done.stderr
         for option in re.findall(r"(--[a-z][a-z-]*|(?<![\w-])-[a-z]\b)", usage):
             assert option in done.stdout, (command, option)
+
+
+def test_the_ci_workflow_steps_from_the_wheel(ci_block, venv):
+    """The workflow's check and pytest steps, as written, in the folder the README's commands ran in."""
+    from test_ci_recipe import step
+    env, outside = venv
+    for name in ("Check each certificate", "Or as pytest items"):
+        done = bash(OFFLINE + step(name), env, outside)
+        assert done.returncode == 0, (name, done.stdout[-2000:], done.stderr[-2000:])
+    assert sorted(p.name for p in (outside / "junit").iterdir()) == ["abs.xml", "maxout_2d.xml", "relu_net.xml"]
+    assert re.search(r"\b(\d+) passed", done.stdout), done.stdout[-500:]

@@ -27,8 +27,6 @@ from ..executor import ExecutorError, add_executor_arguments, make_executor
 
 SUFFIXES = (".json", ".onnx", ".nnet", ".pt", ".pth")
 """The network files, in the order of preference for one stem: exact JSON first, then ONNX."""
-EXTRA = {".onnx": "onnx", ".pt": "torch", ".pth": "torch"}
-"""The optional module each kind of file needs (``errors.requires``)."""
 
 
 def add_parser(sub):
@@ -68,7 +66,7 @@ def networks(folder: Path, domain: str | None, only: str | None = None,
     """``(stem, path, domain)`` for every network of the folder, sorted by stem (``None``: a JSON
     net's own domain); of files sharing a stem, the first suffix of ``SUFFIXES`` (the others are
     appended to ``left_out``)."""
-    from ..errors import requires
+    from ..errors import requires_for
     from ..formats import InputError, load_json
     from ..models.box import parse_domain
     if not folder.is_dir():
@@ -89,8 +87,7 @@ def networks(folder: Path, domain: str | None, only: str | None = None,
             continue
         chosen[path.stem] = path
     for path in chosen.values():
-        if path.suffix.lower() in EXTRA:
-            requires(EXTRA[path.suffix.lower()], str(path))
+        requires_for(str(path))
     if not chosen:
         raise InputError(str(folder), "", f"no networks ({', '.join(SUFFIXES)})")
     given = parse_domain(domain) if domain else None
@@ -192,8 +189,9 @@ def run(args) -> int:
     found = networks(Path(args.folder), args.domain, args.only, left_out)
     jobs = [(*job, str(out / f"{job[0]}.cert.json") if (out / f"{job[0]}.cert.json").is_file() else None)
             for job in found]
-    boxes = list(dict.fromkeys(",".join(f"{format_rational(lo)}:{format_rational(hi)}" for lo, hi in box)
-                               for *_, box, _ in jobs if box is not None))
+    shown = [None if box is None else ",".join(f"{format_rational(lo)}:{format_rational(hi)}" for lo, hi in box)
+             for _, _, box, _ in jobs]
+    boxes = list(dict.fromkeys(b for b in shown if b is not None))
     label = {b: "the domain" if len(boxes) == 1 else f"domain {chr(65 + k)}" for k, b in enumerate(boxes)}
     outcomes: list[dict | None] = [None] * len(jobs)
     with make_executor(args.workers, args.scheduler) as executor:
@@ -205,9 +203,7 @@ def run(args) -> int:
             with Tasks(len(jobs), "networks", quiet=args.json) as tasks:
                 for i, o in executor.as_completed(certify_network, jobs):
                     outcomes[i] = o
-                    box = jobs[i][2]
-                    domain = "its own domain" if box is None else label[",".join(
-                        f"{format_rational(lo)}:{format_rational(hi)}" for lo, hi in box)]
+                    domain = "its own domain" if shown[i] is None else label[shown[i]]
                     seconds = sum(o["seconds"].values())        # each step's in summary.json
                     target = out / f"{o['name']}.cert.json"
                     if o.get("kept"):
