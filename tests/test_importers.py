@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from inprocess import exactform as in_process
 
 from exactform.formats import InputError
 from exactform.importers import import_network
@@ -19,7 +18,7 @@ UNIT = [(Fraction(-1), Fraction(1))]
 
 
 def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "exactform", *args], capture_output=True, text=True, cwd=cwd)
+    return in_process(args, cwd=cwd)
 
 
 def random_points(n, dim, seed=0):
