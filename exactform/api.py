@@ -31,11 +31,6 @@ CERTIFICATE = "exactform/certificate@"
 """The prefix of the certificate formats (``exactform.checker.reader.FORMAT`` is the current one)."""
 
 
-__all__ = ["load", "load_maxout", "load_transformer", "load_certificate", "save", "compile", "certify", "check",
-           "import_network", "from_torch", "softmax", "approx", "evaluate", "CheckResult", "SoftmaxResult",
-           "MaxoutNet", "Transformer", "Error", "InputError", "NotProved"]
-
-
 def load(path: PathLike) -> MaxoutNet | Transformer | dict[str, Any]:
     """A model (``exactform/maxout@1``, ``exactform/transformer@1``) or a certificate
     (``exactform/certificate@2``, returned as its dict; ``check`` verifies it), read strictly.

@@ -124,3 +124,19 @@ def test_the_ci_workflow_steps_from_the_wheel(ci_block, venv):
         assert done.returncode == 0, (name, done.stdout[-2000:], done.stderr[-2000:])
     assert sorted(p.name for p in (outside / "junit").iterdir()) == ["abs.xml", "maxout_2d.xml", "relu_net.xml"]
     assert re.search(r"\b(\d+) passed", done.stdout), done.stdout[-500:]
+
+
+def test_the_installed_package_is_typed(venv, wheel, tmp_path):
+    """From the wheel: ``py.typed`` and ``__init__.pyi`` ship, and ``mypy --strict`` on the API example
+    (outside the clone) sees the installed package's types."""
+    import shutil
+    import zipfile
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "exactform/py.typed" in names and "exactform/__init__.pyi" in names
+    env, _ = venv
+    shutil.copy(ROOT / "examples" / "api.py", tmp_path / "api.py")
+    (tmp_path / "mypy.ini").write_text("[mypy]\n[mypy-torch.*]\nfollow_imports = skip\n")   # torch: an extra
+    done = bash("python -m mypy --strict --follow-imports=silent --config-file mypy.ini --cache-dir cache api.py "
+                "&& python -c 'import exactform, inspect; print(inspect.getsourcefile(exactform.load_maxout))'",
+                env, tmp_path)
+    assert done.returncode == 0 and "Success" in done.stdout and "site-packages" in done.stdout, done.stdout + done.stderr
