@@ -130,7 +130,6 @@ def test_the_ci_workflow_steps_from_the_wheel(ci_block, venv):
 def test_the_installed_package_is_typed(venv, wheel, tmp_path):
     """From the wheel: ``py.typed`` and ``__init__.pyi`` ship, and ``mypy --strict`` on the API example
     (outside the clone) sees the installed package's types."""
-    import shutil
     import zipfile
     names = zipfile.ZipFile(wheel).namelist()
     assert "exactform/py.typed" in names and "exactform/__init__.pyi" in names
