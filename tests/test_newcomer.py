@@ -262,7 +262,7 @@ def test_plot_to_a_file_that_is_not_an_image_is_refused_before_work(tmp_path, ca
     (["--timeout", "5", "cerify"], ["did you mean certify or certify-all?"]),
     (["compile", "ABS", "--ouput", "x.json"], ["--ouput: unknown option of exactform compile; did you mean --output?"]),
     (["compile", "ONNX", "-o", "OUT"], ["an ONNX network, not exactform JSON: run `exactform import"]),
-    (["prove", "c9"], ["unknown claim 'C9'"]),
+    (["prove", "c9"], ["unknown claim 'c9' (expected C1 ... C8 or Coq)"]),
 ])
 def test_typos_and_wrong_files_get_a_line_that_says_what_to_do(argv, words, tmp_path, capsys):
     onnx = ROOT / "data" / "acasxu" / "ACASXU_run2a_1_1_batch_2000.onnx"
