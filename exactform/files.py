@@ -57,7 +57,8 @@ def output_file(path: str | os.PathLike, option: str = "") -> Path:
     return target
 
 
-OUTPUT_FILES = {"output": "-o", "cert": "--cert", "junit": "--junit", "plot": "--plot", "cells": "--cells"}
+OUTPUT_FILES = {"output": "-o", "cert": "--cert", "junit": "--junit", "plot": "--plot", "cells": "--cells",
+                "counterexample": "--counterexample"}
 """The command-line options that name an output file (argparse ``dest`` → option)."""
 
 

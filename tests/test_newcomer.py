@@ -128,6 +128,16 @@ def test_an_output_that_is_an_input_is_refused_before_work(how, tmp_path, capsys
     assert Path("net.json").read_bytes() == before
 
 
+def test_verify_refuses_a_counterexample_file_that_is_its_property(tmp_path, capsys):
+    prop = tmp_path / "p.vnnlib"
+    prop.write_text("(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (>= X_0 -1))\n"
+                    "(assert (<= X_0 1))\n(assert (>= Y_0 100))\n")
+    before = prop.read_bytes()
+    one_line_error(*cli(capsys, "verify", EXAMPLES / "abs.json", prop, "--counterexample", prop),
+                   "--counterexample", "also an input")
+    assert prop.read_bytes() == before
+
+
 def test_two_outputs_of_one_command_are_refused(tmp_path, capsys):
     one_line_error(*cli(capsys, "softmax", EXAMPLES / "relu_net.json", "--eps", "1/10", "-o", tmp_path / "s.json",
                         "--cert", tmp_path / "s.json"), "--cert", "-o's file")
@@ -259,7 +269,7 @@ def test_plot_to_a_file_that_is_not_an_image_is_refused_before_work(tmp_path, ca
 
 @pytest.mark.parametrize("argv, words", [
     (["comile", "net.json"], ["comile: unknown command; did you mean compile?"]),
-    (["--timeout", "5", "cerify"], ["did you mean certify or certify-all?"]),
+    (["--timeout", "5", "cerify"], ["cerify: unknown command; did you mean certify or "]),
     (["compile", "ABS", "--ouput", "x.json"], ["--ouput: unknown option of exactform compile; did you mean --output?"]),
     (["compile", "ONNX", "-o", "OUT"], ["an ONNX network, not exactform JSON: run `exactform import"]),
     (["prove", "c9"], ["unknown claim 'c9' (expected C1 ... C8 or Coq)"]),
