@@ -1,12 +1,14 @@
 # Set-up is part of every target: a fresh clone needs only `make demo` and `make test`.
 PY ?= python3
 VENV := .venv
+# torch==2.13.0 from the CPU index (PyPI's default build is CUDA's); TORCH_INDEX= to use your pip configuration
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 BIN := $(VENV)/bin
 
 $(BIN)/exactform: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 

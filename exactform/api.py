@@ -3,7 +3,8 @@
 Numbers follow one rule (``numbers.parse_number``): ints, ``Fraction`` and exact decimal or
 fraction strings (``"0.001"``, ``"1e-3"``, ``"2/4"``) are read exactly; floats are refused.
 Bad input raises ``InputError`` (as on the command line); a claim that the prover cannot
-establish raises ``NotProved`` and nothing is returned for it.
+establish raises ``NotProved`` and nothing is returned for it; both are ``exactform.Error``, a
+``ValueError``.  ``exactform/__init__.pyi`` re-exports these names for type checkers.
 """
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterable, Sequence, TypeVar, Union
 
-from .errors import InputError
+from .errors import Error, InputError, NotProved
 from .models import MaxoutNet, Transformer
 
 if TYPE_CHECKING:
@@ -30,23 +31,31 @@ CERTIFICATE = "exactform/certificate@"
 """The prefix of the certificate formats (``exactform.checker.reader.FORMAT`` is the current one)."""
 
 
-class NotProved(Exception):
-    """The prover could not establish a claim; ``problems`` lists what fails."""
-
-    def __init__(self, message: str, problems: Sequence[str] = ()):
-        super().__init__(message)
-        self.problems = list(problems)
-
-
 def load(path: PathLike) -> MaxoutNet | Transformer | dict[str, Any]:
     """A model (``exactform/maxout@1``, ``exactform/transformer@1``) or a certificate
-    (``exactform/certificate@2``, returned as its dict; ``check`` verifies it), read strictly."""
+    (``exactform/certificate@2``, returned as its dict; ``check`` verifies it), read strictly.
+    ``load_maxout``, ``load_transformer`` and ``load_certificate`` return one type each."""
     from .formats import load_json
     from .models import load_model
     doc = load_json(path)
     if _is_certificate(doc.value):
         return doc.value
     return load_model(path)
+
+
+def load_maxout(path: PathLike) -> MaxoutNet:
+    """An ``exactform/maxout@1`` file as a ``MaxoutNet`` (``InputError`` for anything else)."""
+    return _need_file(path, load(path), MaxoutNet)
+
+
+def load_transformer(path: PathLike) -> Transformer:
+    """An ``exactform/transformer@1`` file as a ``Transformer`` (``InputError`` for anything else)."""
+    return _need_file(path, load(path), Transformer)
+
+
+def load_certificate(path: PathLike) -> dict[str, Any]:
+    """An ``exactform/certificate@…`` file as its dict, unchecked (``check`` verifies it)."""
+    return _need_file(path, load(path), dict)
 
 
 def save(obj: MaxoutNet | Transformer | dict[str, Any], path: PathLike) -> None:
@@ -114,20 +123,31 @@ def check(certificate: dict[str, Any] | PathLike, maxout: MaxoutNet | PathLike |
           ) -> CheckResult:
     """Re-verify a certificate (a dict or a file) with the independent checker (``exactform.checker``),
     bound to the given Maxout net and Transformer (C1–C5) or models ``a`` and ``b`` (E1); any binding
-    requires the two of the certificate's kind (a certificate of another kind is not ok)."""
+    requires the two of the certificate's kind (a certificate of another kind is not ok).  Falsy when
+    a claim fails or the certificate is malformed (``known`` says why); a missing file raises
+    ``InputError``, as ``load`` does."""
     from .checker.command import check_file
     with tempfile.TemporaryDirectory(prefix="exactform-check-") as tmp:
-        path = _as_file(certificate, Path(tmp) / "certificate.cert.json")
-        bound = {role: str(_as_file(m, Path(tmp) / f"{role}.json")) for role, m in
+        names: dict[str, str] = {}
+        path = _as_file(certificate, Path(tmp) / "<certificate>", names)
+        bound = {role: str(_as_file(m, Path(tmp) / f"<{role}>", names)) for role, m in
                  (("maxout", maxout), ("transformer", transformer), ("a", a), ("b", b)) if m is not None}
         result = check_file(str(path), smt, **bound)
-    return CheckResult(bool(result.ok), [(str(c), bool(h), str(m)) for c, h, m in result.claims], str(result.known))
+
+    def shown(text: object) -> str:        # the temporary files by the names the caller knows them by
+        text = str(text)
+        for file, name in names.items():
+            text = text.replace(file, name)
+        return text
+    return CheckResult(bool(result.ok), [(str(c), bool(h), shown(m)) for c, h, m in result.claims], shown(result.known))
 
 
 def import_network(path: PathLike, domain: Domain) -> MaxoutNet:
     """An ONNX, ``.nnet`` or ``torch.save`` ReLU network as an exact ``MaxoutNet`` on ``domain``
     (every float weight converted to its exact rational)."""
+    from .errors import requires_for
     from .importers import import_network as load_network
+    requires_for(str(path))
     return load_network(str(path), _domain(domain))
 
 
@@ -135,6 +155,8 @@ def from_torch(module: torch.nn.Module, domain: Domain, input_shape: Sequence[in
     """A torch module (eval mode; Linear, Conv, pooling, BatchNorm, LeakyReLU/PReLU, clipping,
     residual ``forward``…, docs/importers.md) as an exact ``MaxoutNet``; the input, of
     ``input_shape`` (default: the first ``Linear``'s features), is flattened row-major."""
+    from .errors import requires
+    requires("torch", "from_torch")
     from .importers.torch import from_module
     from .models.box import domain_box
     pairs = _domain(domain)
@@ -151,11 +173,24 @@ class SoftmaxResult:
     certificate: dict[str, Any]
 
 
-def approx(expr: str, domain: Domain, eps: Number | None = None, rank: int | None = None):
+def approx(expr: str, domain: Domain, eps: Number | None = None, rank: int | None = None) -> MaxoutNet:
     """A Maxout net within a proven uniform bound of the convex Lipschitz ``expr`` on ``domain``
-    (claim C6; convexity verified first, ``ValueError`` naming the sub-expression otherwise)."""
-    from .construct.convex_approx import approx as build
-    return build(expr, domain, eps=eps, rank=rank)
+    (claim C6): within ``eps`` (the smallest rank found; ``NotProved`` if none up to the limit is),
+    or of ``rank`` planes.  ``InputError`` if ``expr`` is not shown convex (naming the sub-expression).
+    ``exactform.construct.convex_approx.approx`` returns the bound, Lipschitz constant and rule too."""
+    from .construct.convex_approx import ApproxError, approx as build
+    from .expression import ExpressionError
+    from .geometry.convexity import DomainError, NotConvex
+    from .numbers import RationalSyntaxError, parse_number
+    try:
+        result = build(expr, _domain(domain), eps=None if eps is None else parse_number(eps), rank=rank)
+    except (ExpressionError, NotConvex, DomainError) as e:
+        raise InputError("expr", "", str(e)) from None
+    except (ApproxError, RationalSyntaxError) as e:
+        raise InputError("approx", "", str(e)) from None
+    if not result.meets:
+        raise NotProved(f"no rank up to the limit has a proven bound <= {eps}: best {result.bound} at rank {result.rank}")
+    return result.net
 
 
 def softmax(net: MaxoutNet, eps: Number) -> SoftmaxResult:
@@ -216,19 +251,34 @@ def _domain(domain: Domain) -> list[tuple[Fraction, Fraction]]:
     return pairs
 
 
-def _is_certificate(obj) -> bool:
+def _is_certificate(obj: object) -> bool:
     return isinstance(obj, dict) and str(obj.get("format", "")).startswith(CERTIFICATE)
 
 
-def _need(obj, cls, what: str):
+T = TypeVar("T")
+
+
+def _need(obj: object, cls: type[T], what: str) -> T:
     if not isinstance(obj, cls):
         raise TypeError(f"{what} takes a {cls.__name__}, got {type(obj).__name__}")
     return obj
 
 
-def _as_file(obj, path: Path) -> Path:
-    """A file for the checker: a path as given, or a model or certificate written to ``path``."""
+def _need_file(path: PathLike, obj: object, cls: type[T]) -> T:
+    if not isinstance(obj, cls):
+        wanted = {MaxoutNet: MaxoutNet.FORMAT, Transformer: Transformer.FORMAT}.get(cls, f"{CERTIFICATE}…")
+        raise InputError(str(path), "format", f"expected {wanted}, got a {type(obj).__name__}")
+    return obj
+
+
+def _as_file(obj: object, tmp: Path, names: dict[str, str]) -> Path:
+    """A file for the checker: a path as given (``InputError`` if missing), or a model or certificate
+    written into the folder ``tmp`` (``names`` maps that file to how the caller knows it)."""
     if isinstance(obj, (str, os.PathLike)):
+        if not Path(obj).is_file():
+            raise InputError(str(obj), "", "no such file")
         return Path(obj)
+    path = tmp.parent / f"{tmp.name.strip('<>')}.json"
     save(obj, path)
+    names[str(path)] = tmp.name
     return path

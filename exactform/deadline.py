@@ -65,10 +65,15 @@ def _requested(argv: list[str]) -> str | None:
     return None
 
 
+EXIT_CODES = ("exit codes: 0 proved / done; 1 refuted, a failed check, or stopped by --timeout; 2 bad input or "
+              "usage (one line, nothing written); 130 interrupted; 137 native code held on past --timeout; "
+              "141 stdout closed (| head)")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     from . import __version__
     parser = argparse.ArgumentParser(prog="exactform", description="Exact Transformer constructions of "
-                                     "Maxout networks, with proofs and certificates.")
+                                     "Maxout networks, with proofs and certificates.", epilog=EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"exactform {__version__}")
     parser.add_argument("--timeout", dest="global_timeout", type=_timeout_seconds, metavar="SECONDS",
                         help="stop the command after SECONDS (exit 1, nothing half-written)")
@@ -77,10 +82,38 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         module = importlib.import_module(f".commands.{name}", __package__)
         p = module.add_parser(sub)
         p.set_defaults(run=module.run)
+        p.description = p.description or next(a.help for a in sub._choices_actions if a.dest == p.prog.split()[-1])
+        p.epilog = p.epilog or EXIT_CODES
         if "--timeout" not in p._option_string_actions:
             p.add_argument("--timeout", dest="global_timeout", type=_timeout_seconds, metavar="SECONDS",
                            default=argparse.SUPPRESS, help="stop after SECONDS (exit 1, nothing half-written)")
     return parser
+
+
+def misspelt(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """``InputError`` for an unknown command or ``--option``, with the closest names (argparse would
+    report a missing required option first, or list every command)."""
+    from difflib import get_close_matches
+
+    from .errors import InputError
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] == "--timeout" else 1
+    if i == len(argv) or argv[i] == "--":
+        return
+    name = argv[i]
+    if name not in sub.choices:
+        close = get_close_matches(name, sub.choices, n=2)
+        raise InputError(name, "", "unknown command; " + (f"did you mean {' or '.join(close)}?" if close
+                                                           else "exactform --help lists the commands"))
+    known = {**sub.choices[name]._option_string_actions, **parser._option_string_actions}
+    for arg in argv[i + 1:argv.index("--") if "--" in argv else len(argv)]:
+        option = arg.split("=", 1)[0]
+        if option.startswith("--") and option not in known:
+            close = get_close_matches(option, [k for k in known if k.startswith("--")], n=1)
+            raise InputError(option, "", f"unknown option of exactform {name}; " +
+                             (f"did you mean {' or '.join(close)}?" if close else f"exactform {name} --help lists them"))
 
 
 def normalise_argv(argv: list[str]) -> list[str]:
@@ -102,13 +135,21 @@ def normalise_argv(argv: list[str]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     from .errors import InputError
+    from .files import outputs_apart
     argv = normalise_argv(argv)
     sys.set_int_max_str_digits(0)      # every reader bounds its digits itself; results may be longer
-    args = build_parser(_requested(argv)).parse_args(argv)
+    parser = build_parser(_requested(argv))
+    try:
+        misspelt(parser, argv)
+    except InputError as e:
+        print(f"exactform: error: {e}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     seconds = getattr(args, "global_timeout", None)
     written = getattr(sys.modules.get(f"{__package__}.formats"), "WRITTEN", [])
     written.clear()
     try:
+        outputs_apart(args)
         with _deadline(seconds):
             code = args.run(args)
             sys.stdout.flush()

@@ -53,8 +53,35 @@ def output_file(path: str | os.PathLike, option: str = "") -> Path:
     its folder exists, and it is not a folder, device, FIFO or socket (``InputError`` otherwise)."""
     target = _checked(path, option, Path.is_file, "a regular file")
     if not target.resolve().parent.is_dir():
-        raise InputError(option or str(path), "", f"{path}: no folder {target.parent}")
+        raise _refused(path, option, f": no folder {target.parent}")
     return target
+
+
+OUTPUT_FILES = {"output": "-o", "cert": "--cert", "junit": "--junit", "plot": "--plot", "cells": "--cells",
+                "counterexample": "--counterexample"}
+"""The command-line options that name an output file (argparse ``dest`` → option)."""
+
+
+def outputs_apart(args: object) -> None:
+    """Refuse, before any work, an output file of ``args`` (``OUTPUT_FILES``) that is one of the
+    command's inputs (any other argument naming an existing file) or another output: the same
+    path, or the same file through a link (``os.path.samefile``)."""
+    values = vars(args)
+    outputs = [(option, v) for dest, option in OUTPUT_FILES.items() if isinstance(v := values.get(dest), str) and v]
+    inputs = [v for dest, value in values.items() if dest not in OUTPUT_FILES
+              for v in (value if isinstance(value, list) else [value]) if isinstance(v, str) and os.path.isfile(v)]
+    for n, (option, out) in enumerate(outputs):
+        for other, what in [(v, "an input") for v in inputs] + [(v, f"{o}'s file") for o, v in outputs[:n]]:
+            if os.path.realpath(out) == os.path.realpath(other) or _same_file(out, other):
+                also = "" if out == other else f" ({other})"
+                raise InputError(option, "", f"{out} is also {what}{also}; write to another file")
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def output_folder(path: str | os.PathLike, option: str = "") -> Path:
@@ -68,8 +95,13 @@ def _checked(path, option: str, is_kind, noun: str) -> Path:
         raise InputError(option or str(path), "", "empty path")
     target = Path(path)
     if target.exists() and not is_kind(target):
-        raise InputError(option or str(path), "", f"{path} is {_file_kind(target)}, not {noun}")
+        raise _refused(path, option, f" is {_file_kind(target)}, not {noun}")
     return target
+
+
+def _refused(path, option: str, why: str) -> InputError:
+    """The error about an output, naming its option (if any) and its path once."""
+    return InputError(option, "", f"{path}{why}") if option else InputError(str(path), "", why.lstrip(": "))
 
 
 def _file_kind(path: Path) -> str:

@@ -195,10 +195,18 @@ MAX_FILE_BYTES = 64 * 2**20
 """Largest JSON file read (a certificate of an ACAS Xu network is about 3 MB)."""
 
 
+NETWORK_FILES = {".onnx": "an ONNX network", ".nnet": "an NNet network", ".pt": "a torch file", ".pth": "a torch file"}
+"""Files the importers read (``exactform import``), named when a JSON reader is given one."""
+
+
 def load_json(path: str | os.PathLike) -> Reader:
     """Parse a JSON file (gzip-compressed when its name ends in ``.gz``); JSON floats, NaN and
     Infinity are rejected at parse time; at most ``MAX_FILE_BYTES`` are read, decompressed."""
     source = str(path)
+    network = NETWORK_FILES.get(Path(source).suffix.lower())
+    if network:
+        raise InputError(source, "", f"{network}, not exactform JSON: run `exactform import {source} "
+                         "--domain L:U -o net.json` first")
     try:
         if Path(path).exists() and not Path(path).is_file():
             raise InputError(source, "", f"{_file_kind(Path(path))}, not a regular file")

@@ -1,7 +1,10 @@
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -13,3 +16,20 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "exactform" / "proofs"))   # 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """A wheel built from the checkout's files (tracked and untracked, not ignored; without ``data/``)."""
+    root = Path(__file__).resolve().parents[1]
+    tmp = tmp_path_factory.mktemp("wheel")
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for f in files:
+        if (root / f).is_file() and not f.startswith("data/"):
+            (tmp / "src" / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(root / f, tmp / "src" / f)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(tmp / "src"), "--no-deps", "--no-build-isolation",
+                           "-q", "-w", str(tmp / "dist")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return next((tmp / "dist").glob("*.whl"))

@@ -28,7 +28,7 @@ def step(name_start: str) -> str:
 
 def environment(**overrides) -> dict:
     text = WORKFLOW.read_text()
-    env = dict(re.findall(r"^  ([A-Z]+): (\S+)", text, re.M))
+    env = {k: v.strip('"') for k, v in re.findall(r'^  ([A-Z]+): ("[^"]*"|\S+)', text, re.M)}
     return {**os.environ, **env, **overrides, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
 
 

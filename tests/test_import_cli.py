@@ -3,12 +3,11 @@ torch files (whole modules, state_dicts, custom classes), ``from_module``, VNN-L
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from inprocess import exactform as in_process
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
@@ -24,7 +23,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "exactform", *map(str, args)], capture_output=True, text=True)
+    return in_process(args)
 
 
 def _cancellation_onnx(path):

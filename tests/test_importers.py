@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from inprocess import exactform as in_process
 
 from exactform.formats import InputError
 from exactform.importers import import_network
@@ -19,7 +18,7 @@ UNIT = [(Fraction(-1), Fraction(1))]
 
 
 def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "exactform", *args], capture_output=True, text=True, cwd=cwd)
+    return in_process(args, cwd=cwd)
 
 
 def random_points(n, dim, seed=0):
@@ -40,12 +39,15 @@ def worst(exact, floats):
     return max(abs(float(e) - f) / max(1.0, abs(float(e))) for row, frow in zip(exact, floats) for e, f in zip(row, frow))
 
 
-def test_all_acasxu_networks_import_and_agree_with_onnxruntime():
+def test_acasxu_networks_import_and_agree_with_onnxruntime():
+    """A seeded sample of the 45 (1_1 always); ``python -m benchmarks import`` imports all 45."""
     assert len(ONNX_FILES) == 45
-    for k, path in enumerate(ONNX_FILES):
+    sample = [0, *random.Random(len(ONNX_FILES)).sample(range(1, len(ONNX_FILES)), 4)]
+    for k in sample:
+        path = ONNX_FILES[k]
         net = import_network(str(path), UNIT)
         assert net.widths == [5, 50, 50, 50, 50, 50, 50] and net.output_dim == 5
-        points = random_points(1000 if k < 2 else 20, 5, seed=k)
+        points = random_points(1000 if k == 0 else 20, 5, seed=k)
         assert worst(net.evaluate_batch(points), onnxruntime_outputs(path, points)) < 1e-4, path.name
 
 

@@ -245,7 +245,7 @@ def test_faces_meet_agrees_with_the_exact_lp():
     net = dyadic_relu_net([3, 5, 4, 1], 4)
     pieces = cells_in_box(net, net.domain)
     outcomes = []
-    for n, P in enumerate(pieces[:25]):
+    for n, P in enumerate(pieces[:9]):                  # 25 meeting pairs, 655 not
         for Q in pieces[n + 1:]:
             for i, h in enumerate(P.cell.constraints):
                 neg = tuple(-v for v in h)

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import torch
+from inprocess import exactform as in_process
 
 from exactform.backends.differential import float_error, margin_check
 from exactform.construct.maxout_to_transformer import compile_maxout
@@ -85,8 +84,7 @@ def test_onnx_export_runs_in_onnxruntime(tmp_path):
     net, tf = acas()
     tf_path = tmp_path / "tf.json"
     tf_path.write_text(json.dumps(tf.to_json()))
-    r = subprocess.run([sys.executable, "-m", "exactform", "export", str(tf_path), "-o", str(tmp_path / "tf.onnx")],
-                       capture_output=True, text=True)
+    r = in_process(["export", str(tf_path), "-o", str(tmp_path / "tf.onnx")])
     assert r.returncode == 0, r.stderr
     pts = points(200, 5, seed=7)
     x = np.array([[float(v) for v in p] for p in pts], dtype=np.float32)
@@ -95,19 +93,17 @@ def test_onnx_export_runs_in_onnxruntime(tmp_path):
     assert max(abs(F(float(f)) - e) for row, ref in zip(y, exact) for f, e in zip(row, ref)) < F(1, 10 ** 5)
 
 
-def test_eval_cli_torch_backend(tmp_path):
+def test_eval_cli_torch_backend(tmp_path, capsys):
+    from exactform.cli import main            # in this process: torch is loaded once for the whole suite
     box = Box((F(-1),), (F(1),))
     net = MaxoutNet(box, [MaxoutLayer([[[F(1)], [F(-1)]]], [[F(0), F(0)]])], [[F(1)]], [F(0)])   # |x|
     (tmp_path / "net.json").write_text(json.dumps(net.to_json()))
     (tmp_path / "p.json").write_text(json.dumps([["-1/2"], ["1/3"]]))
-    r = subprocess.run([sys.executable, "-m", "exactform", "eval", str(tmp_path / "net.json"), "--points",
-                        str(tmp_path / "p.json"), "--backend", "torch", "--json"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)["outputs"]
+    argv = ["eval", str(tmp_path / "net.json"), "--points", str(tmp_path / "p.json"), "--backend", "torch"]
+    assert main(argv + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)["outputs"]
     assert out[0] == [0.5] and abs(out[1][0] - 1 / 3) < 1e-7
-    r = subprocess.run([sys.executable, "-m", "exactform", "eval", str(tmp_path / "net.json"), "--points",
-                        str(tmp_path / "p.json"), "--backend", "torch"], capture_output=True, text=True)
-    assert "float32" in r.stdout
+    assert main(argv) == 0 and "float32" in capsys.readouterr().out
 
 
 def test_eval_cli_compare_and_margins(tmp_path, capsys):

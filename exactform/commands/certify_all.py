@@ -1,28 +1,32 @@
 """``exactform certify-all FOLDER [--out DIR] [--domain L:U,...] [--workers N] [--scheduler ADDRESS]``:
 import, compile, certify (C1–C4) and check every network of a folder, one task per network.
 
-Networks: ``*.onnx``, ``*.nnet``, ``*.pt``/``*.pth`` and ``*.json`` files in ``exactform/maxout@1``
-format; two files sharing a stem (``a.onnx``, ``a.pt``) are an error naming both, unless ``--only``
-picks one suffix.
+Networks: ``*.json`` files in ``exactform/maxout@1`` format, ``*.onnx``, ``*.nnet``, ``*.pt``/``*.pth``;
+of two files sharing a stem (``a.onnx``, ``a.nnet``) the first in that order (``SUFFIXES``) is
+certified, and a line says which was left out; ``--only`` picks one suffix instead.
 Domains: ``--domain`` for every imported network if given; else a JSON net's own; a ``.nnet`` net's
 operating box ``[min, max]`` from its header (the importer folds the normalisation in); an ONNX or
 torch net takes normalised inputs, so its box is the header box normalised, ``(min − mean)/range``
 to ``(max − mean)/range``, from the folder's ``.nnet`` headers, which must agree (ACAS Xu: all do).
 
-A certificate ``DIR/<stem>.cert.json`` is written only for a network that was certified and whose
-certificate the independent checker accepted (a stale one of a failed network is removed), and
-only once every task has returned: lost work writes nothing.  Certificates are byte-identical
-whatever runs them; ``DIR/summary.json`` adds per-task times.  Exit 1 if any network fails (named).
+A certificate ``DIR/<stem>.cert.json`` is written, as soon as its task returns, only for a network
+that was certified and whose certificate the independent checker accepted (a stale one of a failed
+network is removed), so an interrupted run keeps what it finished.  A run resumes: a certificate
+already in ``DIR`` whose embedded net is the network's import and that the checker accepts is kept
+(``kept``) instead of proved again.  Certificates are byte-identical whatever runs them;
+``DIR/summary.json`` adds per-task times.  Exit 1 if any network fails (named).
 """
 from __future__ import annotations
 
+import sys
 import time
 from fractions import Fraction
 from pathlib import Path
 
-from ..executor import ExecutorError, add_executor_arguments, lost_work, make_executor
+from ..executor import ExecutorError, add_executor_arguments, make_executor
 
 SUFFIXES = (".json", ".onnx", ".nnet", ".pt", ".pth")
+"""The network files, in the order of preference for one stem: exact JSON first, then ONNX."""
 
 
 def add_parser(sub):
@@ -33,8 +37,8 @@ def add_parser(sub):
     p.add_argument("--domain", metavar="L:U[,L:U...]",
                    help="input box of every imported network (default: from the folder's .nnet headers)")
     p.add_argument("--only", metavar="SUFFIX", choices=SUFFIXES,
-                   help="certify only the files with this suffix (.onnx, ...), e.g. when each network is "
-                        "there as .onnx and .nnet; the .nnet headers still give the domain")
+                   help="certify only the files with this suffix (default: of files sharing a stem, the first "
+                        "of .json, .onnx, .nnet, .pt, .pth); the .nnet headers still give the domain")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_executor_arguments(p)
     return p
@@ -57,23 +61,33 @@ def nnet_box(path: Path, normalised: bool) -> list[tuple[Fraction, Fraction]]:
     return [((lo - m) / r, (hi - m) / r) for lo, hi, m, r in zip(mins, maxs, means, ranges)]
 
 
-def networks(folder: Path, domain: str | None, only: str | None = None) -> list[tuple[str, str, list | None]]:
+def networks(folder: Path, domain: str | None, only: str | None = None,
+             left_out: list[str] | None = None) -> list[tuple[str, str, list | None]]:
     """``(stem, path, domain)`` for every network of the folder, sorted by stem (``None``: a JSON
-    net's own domain)."""
+    net's own domain); of files sharing a stem, the first suffix of ``SUFFIXES`` (the others are
+    appended to ``left_out``)."""
+    from ..errors import requires_for
     from ..formats import InputError, load_json
     from ..models.box import parse_domain
     if not folder.is_dir():
         raise InputError(str(folder), "", "not a folder")
     chosen: dict[str, Path] = {}
-    for path in sorted(folder.iterdir()):
+    rank = SUFFIXES.index
+    for path in sorted(folder.iterdir(), key=lambda p: (p.stem, rank(p.suffix.lower()) if p.suffix.lower() in SUFFIXES
+                                                       else len(SUFFIXES), p.name)):
         if path.suffix.lower() not in ((only,) if only else SUFFIXES) or not path.is_file():
             continue
         if path.suffix.lower() == ".json" and not _is_maxout(load_json(path).value):
             continue
         if path.stem in chosen:
-            raise InputError(str(path), "", f"same stem as {chosen[path.stem]}: each network needs its own "
-                             "<stem>.cert.json; rename one, or choose a format with --only SUFFIX")
+            if chosen[path.stem].suffix.lower() == path.suffix.lower():      # a.onnx and a.ONNX
+                raise InputError(str(path), "", f"same stem as {chosen[path.stem]}: rename one")
+            if left_out is not None:
+                left_out.append(f"{path.name} (certifying {chosen[path.stem].name})")
+            continue
         chosen[path.stem] = path
+    for path in chosen.values():
+        requires_for(str(path))
     if not chosen:
         raise InputError(str(folder), "", f"no networks ({', '.join(SUFFIXES)})")
     given = parse_domain(domain) if domain else None
@@ -104,9 +118,11 @@ def _is_maxout(doc: object) -> bool:
     return isinstance(doc, dict) and doc.get("format") == MaxoutNet.FORMAT
 
 
-def certify_network(job: tuple[str, str, list | None]) -> dict:
+def certify_network(job: tuple[str, str, list | None, str | None]) -> dict:
     """One network, as a pure task: import, compile, certify, check.  Returns the outcome with the
-    certificate text (zlib-compressed) when both the prover and the checker accept it."""
+    certificate text (zlib-compressed) when both the prover and the checker accept it; or, when
+    ``kept`` (the certificate already written) embeds this import and the checker accepts it, the
+    outcome ``kept`` without proving again."""
     import hashlib
     import tempfile
     import zlib
@@ -118,7 +134,7 @@ def certify_network(job: tuple[str, str, list | None]) -> dict:
     from ..importers import import_network
     from ..models import MaxoutNet
 
-    stem, path, domain = job
+    stem, path, domain, kept = job
     outcome = {"name": stem, "file": Path(path).name, "ok": False, "seconds": {}}
 
     def step(name, fn):
@@ -129,6 +145,8 @@ def certify_network(job: tuple[str, str, list | None]) -> dict:
     try:
         net = step("import", lambda: MaxoutNet.from_json(load_json(path)) if domain is None
                    else import_network(path, [tuple(pair) for pair in domain]))
+        if kept and _embeds(kept, net) and step("check", lambda: check_file(kept)).ok:
+            return outcome | {"ok": True, "kept": True}
         tf = step("compile", lambda: compile_maxout(net))
         cert = step("certify", lambda: certify(net, tf))
     except (InputError, ValueError) as e:
@@ -148,39 +166,62 @@ def certify_network(job: tuple[str, str, list | None]) -> dict:
                       "certificate": zlib.compress(text.encode(), 6)}
 
 
+def _embeds(cert_path: str, net) -> bool:
+    """Whether the certificate file embeds exactly ``net`` (read strictly; False if unreadable)."""
+    from ..formats import InputError, canonical_json, load_json
+    try:
+        doc = load_json(cert_path).value
+    except InputError:
+        return False
+    return isinstance(doc, dict) and canonical_json(doc.get("maxout")) == canonical_json(net.to_json())
+
+
 def run(args) -> int:
     import json
     import zlib
 
-    from ..formats import output_folder, write_json, write_text
+    from ..formats import WRITTEN, output_folder, write_json, write_text
     from ..numbers import format_rational
     from ..progress import Tasks
     start = time.perf_counter()
     out = output_folder(args.out, "--out")
-    jobs = networks(Path(args.folder), args.domain, args.only)
+    left_out: list[str] = []
+    found = networks(Path(args.folder), args.domain, args.only, left_out)
+    jobs = [(*job, str(out / f"{job[0]}.cert.json") if (out / f"{job[0]}.cert.json").is_file() else None)
+            for job in found]
+    shown = [None if box is None else ",".join(f"{format_rational(lo)}:{format_rational(hi)}" for lo, hi in box)
+             for _, _, box, _ in jobs]
+    boxes = list(dict.fromkeys(b for b in shown if b is not None))
+    label = {b: "the domain" if len(boxes) == 1 else f"domain {chr(65 + k)}" for k, b in enumerate(boxes)}
     outcomes: list[dict | None] = [None] * len(jobs)
     with make_executor(args.workers, args.scheduler) as executor:
         if not args.json:
-            print(f"certifying {len(jobs)} networks from {args.folder} on {executor.name}")
+            print(f"certifying {len(jobs)} networks from {args.folder} on {executor.name}" +
+                  "".join(f"\n{label[b]}: {b}" for b in boxes) +
+                  "".join(f"\nleft out {name}: same stem (--only SUFFIX to choose)" for name in left_out))
         try:
             with Tasks(len(jobs), "networks", quiet=args.json) as tasks:
                 for i, o in executor.as_completed(certify_network, jobs):
                     outcomes[i] = o
-                    box = jobs[i][2]
-                    domain = "its own domain" if box is None else "domain " + ",".join(
-                        f"{format_rational(lo)}:{format_rational(hi)}" for lo, hi in box)
-                    times = ", ".join(f"{k} {v:.2f} s" for k, v in o["seconds"].items())
-                    tasks.done(f"{o['file']} on {domain}: " + (f"certified and checked ({times})" if o["ok"] else
-                                                               f"FAILED at {o['stage']}: {o['message']}"))
+                    domain = "its own domain" if shown[i] is None else label[shown[i]]
+                    seconds = sum(o["seconds"].values())        # each step's in summary.json
+                    target = out / f"{o['name']}.cert.json"
+                    if o.get("kept"):
+                        verdict = f"kept {target.name}, checked in {seconds:.2f} s"
+                    elif o["ok"]:
+                        out.mkdir(parents=True, exist_ok=True)
+                        write_text(target, zlib.decompress(o.pop("certificate")).decode())
+                        verdict = f"certified and checked in {seconds:.2f} s"
+                    else:
+                        target.unlink(missing_ok=True)
+                        verdict = f"FAILED at {o['stage']}: {o['message']}"
+                    tasks.done(f"{o['file']} on {domain}: {verdict}")
         except ExecutorError as e:
-            return lost_work("certify-all", e)
+            done = [Path(w).name for w in WRITTEN]
+            print(f"exactform: certify-all: {e}; " + (f"kept the certificates finished: {', '.join(done)}"
+                                                      if done else "nothing written"), file=sys.stderr)
+            return 1
     out.mkdir(parents=True, exist_ok=True)
-    for o in outcomes:
-        target = out / f"{o['name']}.cert.json"
-        if o["ok"]:
-            write_text(target, zlib.decompress(o.pop("certificate")).decode())
-        else:
-            target.unlink(missing_ok=True)
     failed = [o for o in outcomes if not o["ok"]]
     summary = {"networks": outcomes, "certified": len(outcomes) - len(failed), "failed": [o["name"] for o in failed],
                "executor": executor.name, "seconds": round(time.perf_counter() - start, 2)}

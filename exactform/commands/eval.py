@@ -48,6 +48,8 @@ def run(args) -> int:
     args.shown = args.digits or 12                      # digits printed in text mode
     args.digits = args.digits or 40
     if args.backend == "torch":
+        from ..errors import requires
+        requires("torch", "--backend torch")
         args.dtype, args.device = args.dtype or "float32", args.device or "cpu"
         return _run_torch(args, model)
     points = read_points(args.points, model.input_dim)

@@ -14,6 +14,8 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    from ..errors import requires
+    requires("onnx", "export")
     output_file(args.output, "-o")
     model = load_model(args.model)
     if not isinstance(model, Transformer):

@@ -71,6 +71,8 @@ def run(args) -> int:
     from ..formats import InputError, output_file, output_folder
     from ..progress import Tasks
 
+    known = {c.upper(): c for c in CLAIMS + [COQ]}
+    args.claims = [known.get(c.upper(), c) for c in args.claims]          # c1 is C1, coq is Coq
     unknown = [c for c in args.claims if c not in CLAIMS + [COQ]]
     if unknown:
         raise InputError("prove", "claims", f"unknown claim {unknown[0]!r} (expected C1 ... C8 or Coq)")

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from ..executor import ExecutorError, add_executor_arguments, lost_work, make_executor
+
+
+PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
+"""The image formats matplotlib writes, by file suffix."""
 
 
 def add_parser(sub):
@@ -30,12 +35,17 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    from ..errors import requires
     from ..formats import InputError, output_file
     from ..models import load_model
     from ..geometry.regions import NotPiecewiseLinear, RegionLimit
     model = load_model(args.model)
     if args.plot is not None:
         output_file(args.plot, "--plot")
+        if Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
+            raise InputError("--plot", "", f"{args.plot}: the suffix names the image format: "
+                             f"{', '.join(PLOT_SUFFIXES)}")
+        requires("matplotlib", "--plot")
         if model.input_dim > 2:
             raise InputError("--plot", "", f"plots are drawn for 1-D and 2-D inputs; {args.model} has "
                              f"{model.input_dim} inputs")

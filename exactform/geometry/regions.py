@@ -222,11 +222,15 @@ def checked_method(method: str | None, dim: int) -> str:
     return method
 
 
-def refine(cell, decisions) -> list[tuple[object, tuple]]:
-    """Split a cell by a sequence of argmax decisions; returns (part, choices)."""
+def refine(cell, decisions, room: int | None = None) -> list[tuple[object, tuple]]:
+    """Split a cell by a sequence of argmax decisions; returns (part, choices).  Every cut leaves
+    at least as many parts as before, so more than ``room`` parts at any cut is ``RegionLimit``
+    then, not after the last decision."""
     parts = [(cell, ())]
     for pieces in decisions:
         parts = [(s, ch + (j,)) for p, ch in parts for s, j in argmax_split(p, pieces)]
+        if room is not None and len(parts) > room:
+            raise RegionLimit("")
     return parts
 
 
@@ -269,13 +273,15 @@ def refine_items(model, first: int, max_cells: int | None, items: list, stages=N
     stages = stages if stages is not None else program.stages()[first:]
     for k, stage in enumerate(stages, first):
         new = []
-        for cell, pattern, state in items:
+        for n, (cell, pattern, state) in enumerate(items):
             decisions, update = stage(state)
-            for part, choice in refine(cell, decisions):
-                new.append((part, pattern + choice, update(choice)))
-            if max_cells is not None and len(new) > max_cells:
-                raise RegionLimit(f"more than {max_cells} activation cells after stage {k + 1}; "
-                                  f"raise --max-regions to count them all")
+            room = None if max_cells is None else max_cells - len(new) - (len(items) - n - 1)
+            try:                # each cell still to refine leaves at least one part
+                parts = refine(cell, decisions, room)
+            except RegionLimit:
+                raise RegionLimit(f"more than {max_cells} activation cells in stage {k + 1}; "
+                                  f"raise --max-regions to count them all") from None
+            new.extend((part, pattern + choice, update(choice)) for part, choice in parts)
         items = new
     return items
 

@@ -82,12 +82,13 @@ def _plot(rows, path) -> None:
                               label=f"m={fam[0]}, T={fam[1]}, q={fam[2]}"))
     handles += [Line2D([], [], color="black", marker="o", markerfacecolor="none", linestyle="none",
                        label="markers: counted exactly"),
-                Line2D([], [], color="black", linestyle="--", label="dashed: seed bound")]
+                Line2D([], [], color="black", linestyle="--", label="dashed: the lower bound of docs/spec.md §3 C7")]
     ax.set_yscale("log")
     ax.set_xlabel("Transformer depth D (3 blocks per Maxout layer)")
     ax.set_ylabel("number of linear regions (log scale)")
-    ax.set_title("C7: exact region counts of the region-rich family and the seed bound")
-    ax.legend(handles=handles, fontsize=8)
+    ax.set_title("C7: linear regions of the region-rich Maxout family on [0,1]^q, counted exactly,\n"
+                 "against the bound [(T-1)⌊mT/q⌋+1]^(q(⌊D/3⌋-1)) · Σ_j≤q C(mT,j)(T-1)^j", fontsize=9)
+    ax.legend(handles=handles, fontsize=8, title="q inputs; mT units of rank T per layer", title_fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
