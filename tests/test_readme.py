@@ -63,7 +63,7 @@ def bash(command: str, env, cwd, timeout=600):
 
 def test_quickstart_as_written(venv):
     env, outside = venv
-    commands = block("# exactform\n")
+    commands = block("From a wheel or an editable install")
     assert commands[0].startswith("pip install") and "net.onnx" in commands[1]
     for command in commands[1:]:                         # pip install: done by the fixture, from the wheel
         done = bash(command, env, outside)
