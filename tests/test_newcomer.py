@@ -13,15 +13,7 @@ import pytest
 import exactform
 from exactform.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
-PY = sys.executable
-
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+from test_user_path import EXAMPLES, PY, ROOT, cli  # noqa: E402
 
 
 def one_line_error(code, out, err, *words):

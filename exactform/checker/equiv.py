@@ -232,14 +232,7 @@ def read_model(v, where):
 
 def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
     """The statement of E1 if ``cert`` proves it about its models (equal to those of the files ``bind_a`` and
-    ``bind_b`` when given); ``Refuted`` if not; ``ValueError`` if malformed."""
-    try:
-        return _check(cert, name, bind_a, bind_b)
-    except (Malformed, RecursionError) as e:
-        raise ValueError(f"{name}: {e}") from None
-
-
-def _check(cert: dict, name: str, bind_a, bind_b) -> str:
+    ``bind_b`` when given); ``Refuted`` if not; ``Malformed`` (a ``ValueError``) if malformed."""
     spent[:] = [0, 0]
     fields(cert, name, ("format", "kind", "models", "claims"))
     if cert["format"] != FORMAT or cert["kind"] != "equivalence":

@@ -22,7 +22,7 @@ ONE = -1                     # key of the constant term of an affine form {varia
 _RATIONAL = re.compile(r"(-?)(0|[1-9][0-9]*)(?:/([1-9][0-9]*))?")
 spent = [0, 0]               # list entries materialised, most digits of a number read (reset per certificate)
 
-class Malformed(Exception): """Not a readable certificate or model, or beyond a work limit (exit 2)."""
+class Malformed(ValueError): """Not a readable certificate or model, or beyond a work limit (exit 2)."""
 class Refuted(Exception): """A claim does not follow from the certificate (exit 1)."""
 class _Float(str): """A JSON float literal or constant, kept so that the reader can name its field."""
 

@@ -309,14 +309,7 @@ def _count(trees: list) -> int:
 
 def check(cert: dict, name: str, net_file=None, property_file=None) -> str:
     """The statement of V1 if ``cert`` proves it (and, given, the files are those it names);
-    ``Refuted`` if not; ``ValueError`` if malformed."""
-    try:
-        return _check(cert, name, net_file, property_file)
-    except (Malformed, RecursionError) as e:
-        raise ValueError(f"{name}: {e}") from None
-
-
-def _check(cert: dict, name: str, net_file, property_file) -> str:
+    ``Refuted`` if not; ``Malformed`` (a ``ValueError``) if malformed."""
     spent[:] = [0, 0]
     fields(cert, name, ("format", "kind", "models", "claims"))
     if cert["format"] != FORMAT or cert["kind"] != KIND:

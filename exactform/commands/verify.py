@@ -92,12 +92,9 @@ def run(args) -> int:
     from ..prove.verify import certificate, verify
 
     start = time.perf_counter()
-    inputs = {Path(p).resolve() for p in (args.net, args.property)}
     for option, path in (("--cert", args.cert), ("--counterexample", args.counterexample)):
-        if path is not None:
+        if path is not None:        # an output that is an input: files.outputs_apart, before any command
             output_file(path, option)
-            if Path(path).resolve() in inputs:
-                raise InputError(option, "", f"{path} is an input of this command")
     if args.timeout is not None and not 0 < args.timeout < 10 ** 7:
         raise InputError("--timeout", "", "expected a positive number of seconds")
     prop = read_property(args.property)
