@@ -67,4 +67,4 @@ def test_check_step_fails_on_an_e1_certificate_in_place_of_a_golden_one(tmp_path
     e1_certificate(tmp_path / "examples/ci/golden/relu_net.cert.json")
     done = subprocess.run(["bash", "-e", "-c", step("Check each certificate")], cwd=tmp_path, env=environment(),
                           capture_output=True, text=True)
-    assert done.returncode != 0 and "is bound with --a FILE --b FILE" in done.stderr, done.stdout + done.stderr
+    assert done.returncode == 1 and "is bound with --a FILE --b FILE" in done.stdout, done.stdout + done.stderr

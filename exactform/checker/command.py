@@ -19,9 +19,12 @@ def check_file(path, smt: bool = False, **bound) -> Result:
         if isinstance(doc, dict) and str(doc.get("format")).startswith(("exactform/maxout@", "exactform/transformer@")):
             raise Malformed(f"{path}: a model ({doc['format']}), not a certificate: exactform certify NET TF -o CERT")
         roles = BINDING.get(kind, ())
-        if bound and set(bound) != set(roles):
-            raise Malformed(f"{path}: {'an' if kind == 'equivalence' else 'a'} {kind} certificate is bound with " + " ".join(f"--{r} FILE" for r in roles)
-                            + f", not {' '.join(f'--{r}' for r in sorted(bound))}")
+        if bound and set(bound) != set(roles):          # another kind's files: the binding fails; half a pair: usage
+            why = (f"{'an' if kind == 'equivalence' else 'a'} {kind} certificate is bound with "
+                   + " ".join(f"--{r} FILE" for r in roles) + f", not {' '.join(f'--{r}' for r in sorted(bound))}")
+            if set(bound) & set(roles) or kind not in BINDING:
+                raise Malformed(f"{path}: {why}")
+            return Result(1, [("binding", False, why)], f"nothing is known about the files given: {why}")
         if kind in ("equivalence", "verification"):     # E1, V1: their own files, loaded only for them
             from importlib import import_module
             claim, check = ("E1", "equiv") if kind == "equivalence" else ("V1", "verify_cert")
