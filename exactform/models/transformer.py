@@ -249,7 +249,9 @@ class Attention:
             winners = hardmax_winners(rows[q], rows[k], tokens)
             sizes.update(len(win) for win in winners)
             for row in rows[v]:
-                sums.append([(sum(row[j] for j in win), len(win)) for win in winners])
+                total = {}                                  # by argmax set: tokens sharing one share its sum
+                sums.append([total.get(id(win)) or total.setdefault(id(win), (sum(row[j] for j in win), len(win)))
+                             for win in winners])
         common = math.lcm(*sizes)
         mixed = flint.fmpz_mat([[s * (common // n) for s, n in row] for row in sums])
         state.add_rows(self.writes, o @ QMatrix(mixed, projected.den * common))
@@ -266,11 +268,13 @@ def hardmax_winners(qx: list[list], kx: list[list], tokens: int) -> list[list[in
     """
     winners = []
     for base in range(0, len(qx[0]), tokens):
-        keys = range(base, base + tokens)
+        keys, last = range(base, base + tokens), None
         for i in keys:
-            scores = [sum(a[i] * b[j] for a, b in zip(qx, kx)) for j in keys]
-            top = max(scores)
-            winners.append([j for j, s in zip(keys, scores) if s == top])
+            if (q := [a[i] for a in qx]) != last:      # tokens with the same query (the usual case) share their scores
+                scores = [sum(c * b[j] for c, b in zip(q, kx)) for j in keys]
+                top, last = max(scores), q
+                win = [j for j, s in zip(keys, scores) if s == top]
+            winners.append(win)
     return winners
 
 
