@@ -8,6 +8,7 @@ from .reader import Malformed, Refuted, Result, load
 
 BINDING = {"equality": ("maxout", "transformer"), "softmax": ("maxout", "transformer"), "equivalence": ("a", "b"),
            "verification": ("net", "property")}
+ROLES = list(dict.fromkeys(r for roles in BINDING.values() for r in roles))     # the binding flags, in order
 
 def check_file(path, smt: bool = False, **bound) -> Result:
     """The verdict on one certificate; ``bound``: {role: model file} for the roles its kind names
@@ -35,7 +36,7 @@ def check_file(path, smt: bool = False, **bound) -> Result:
             return Result(0, [(claim, True, known)], known)
         from .walk import verify
         return verify(doc, f"{path}: ", bound.get("maxout"), bound.get("transformer"), smt)
-    except (Malformed, ValueError) as e:
+    except ValueError as e:                               # Malformed included
         return Result(2, [], str(e))
     except Refuted as e:
         return Result(1, [(claim, False, str(e))], f"nothing is known: {e}")
@@ -56,13 +57,13 @@ def add_parser(sub):
 
 def run(args) -> int:
     """One line per certificate as it is checked, its failures, what is known; outputs checked first."""
-    bound = {r: getattr(args, r) for r in ("maxout", "transformer", "a", "b", "net", "property") if getattr(args, r) is not None}
+    bound = {r: getattr(args, r) for r in ROLES if getattr(args, r) is not None}
     try:
         files = [f for p in args.certificates for f in (sorted(os.path.join(p, n) for n in os.listdir(p) if "cert" in n
                                                                 and n.endswith((".json", ".json.gz"))) if os.path.isdir(p) else [p])]
         if not files or (len(files) > 1 and bound):
             raise Malformed(f"{' '.join(args.certificates)}: " + ("no certificate files" if not files else
-                            "--maxout/--transformer/--a/--b/--net/--property bind exactly one certificate"))
+                            "/".join(f"--{r}" for r in ROLES) + " bind exactly one certificate"))
         if args.junit is not None:
             from .report import writable
             writable(args.junit, files + list(bound.values()))

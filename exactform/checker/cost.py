@@ -1,7 +1,7 @@
 """The checker's work bound (docs/spec.md §6.1), computed from the sizes read before any arithmetic: the
-affine-form entries the walk of §6.3 touches, weighted by the size of the numbers read; and the cap
-on derived numbers, checked after every block, under which that weight stays valid."""
-from .reader import MAX_BITS, Malformed
+affine-form entries the walk of §6.3 touches, weighted by the size of the numbers read (valid under the
+reader's cap on derived numbers, ``MAX_BITS``)."""
+from .reader import Malformed
 
 MAX_WORK = 12 * 10 ** 7      # weighted form entries: the MNIST CNN of docs/performance.md needs 7.8e7 (11 s)
 
@@ -17,13 +17,13 @@ def walk_work(net, tf, bits: int, where: str) -> int:
     for block in tf.blocks:
         if block[0] == "feedforward":
             pre = [min(V, 1 + sum(size[c] for c in r)) for r in block[1]]
-            work += tf.tokens * (sum(size[c] for r in block[1] for c in r) + 3 * sum(pre) + len(size) + sum(size)
+            work += tf.tokens * (sum(size[c] for r in block[1] for c in r) + 3 * sum(pre) + len(size)
                                  + sum(p * len(col) for p, col in zip(pre, block[3])))
             for p, col in zip(pre, block[3]):
                 for r in col:
                     size[r] = min(V, size[r] + p)
         else:
-            work += tf.tokens * (len(size) + sum(size))                 # the new state, and the scan of its numbers
+            work += tf.tokens * len(size)                              # the new state
             for q, k, v, o in block[1]:
                 work += tf.tokens * (sum(size[c] for m in (q, k, v) for r in m for c in r) + V * (len(k) + 3))
                 for r in (r for r, e in enumerate(o) if e):
@@ -32,8 +32,3 @@ def walk_work(net, tf, bits: int, where: str) -> int:
         raise Malformed(f"{where}: the walk would touch about {total:.2e} weighted form entries (tokens × blocks × "
                         f"form sizes, numbers of {bits} bits), beyond the checker's limit {MAX_WORK:.0e}")
     return total
-
-def bounded(numbers, where: str):
-    """Refuse a derived number beyond MAX_BITS (checked after every block of the walk)."""
-    if any(max(q.numerator.bit_length(), q.denominator.bit_length()) > MAX_BITS for q in numbers):
-        raise Malformed(f"{where}: a derived number exceeds {MAX_BITS} bits, beyond the checker's work limit")

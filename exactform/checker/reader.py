@@ -232,6 +232,10 @@ def dot(pairs) -> Fraction:
         if (den := math.lcm(den, d)).bit_length() > MAX_BITS:
             _fail("a bound", f"a derived denominator exceeds {MAX_BITS} bits, beyond the checker's work limit")
     return Fraction(sum(n * (den // d) for n, d in terms), den)
+def bounded(numbers, where: str):
+    """Refuse a derived number beyond MAX_BITS (boxes and perturbations, after every layer or block)."""
+    if any(max(q.numerator.bit_length(), q.denominator.bit_length()) > MAX_BITS for q in numbers):
+        raise Malformed(f"{where}: a derived number exceeds {MAX_BITS} bits, beyond the checker's work limit")
 def interval(form, box, err=None) -> tuple:
     """Exact bounds of the form over the box of its variables, widened by ``slack(form, err)``."""
     ends, s = [(a, box[k] if a > 0 else box[k][::-1]) for k, a in form.items() if k != ONE], slack(form, err) if err else 0

@@ -3,9 +3,9 @@ exact affine forms, C4's closed formula, the statements and the verdict (standar
 from fractions import Fraction
 from itertools import chain
 
-from .cost import bounded, walk_work
-from .reader import (FORMAT, ONE, Maxout, Refuted, Result, Transformer, _fail, combine, domain, fields, integer,
-                     interval, items, load, rational, read_maxout, read_transformer, slack, spent, text)
+from .cost import walk_work
+from .reader import (FORMAT, ONE, Maxout, Refuted, Result, Transformer, _fail, bounded, combine, domain, fields,
+                     integer, interval, items, load, rational, read_maxout, read_transformer, slack, spent, text)
 
 CLAIMS = {"equality": ("C1", "C2", "C3", "C4"), "softmax": ("C5",)}
 MAX_LN_DIGITS = 60           # digits of the ln T bound, so its series check stays small
@@ -48,7 +48,7 @@ class Walk:
                 X = self.feedforward(b, block, X, phases[k], f"{at}hints.phases[{k}]", kinds[b + 1:b + 2] == ["attention"])
             else:
                 X = self.attention(b, block[1], X, k, pieces[k], f"{at}hints.pieces[{k}]")
-            bounded(chain(self.err, (q for Xt in X for f in Xt for q in f.values())), f"{at}transformer.blocks[{b}]")
+            bounded(self.err, f"{at}transformer.blocks[{b}]")     # the forms' numbers: combine checks each one
         forms = [combine(((a, X[tf.token][r]) for r, a in w.items()), c) for w, c in tf.readout]
         for o, (form, (w, c)) in enumerate(zip(forms, net.readout)):
             if form != form_of(w, c, self.starts[-1]):
