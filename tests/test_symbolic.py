@@ -7,8 +7,7 @@ from nets import random_net, random_points, relu_net
 
 from exactform.construct.maxout_to_transformer import compile_maxout, shift_constants
 from exactform.models import Head
-from exactform.models.transformer import State
-from exactform.numbers import QMatrix
+from exactform.models.stream import fractions
 from exactform.prove.symbolic import analyse, hardmax_max_identity, transformer_bounds, weak_orderings
 
 SHAPES = [([2, 3, 2], 3, 1), ([1, 1], 1, 1), ([3, 4, 4, 2], 4, 3), ([2, 2], 2, 2)]
@@ -63,16 +62,10 @@ def test_block_bounds_contain_the_exact_residual_stream():
     bounds = transformer_bounds(net, tf)
     assert [b.block for b in bounds] == list(range(len(tf.blocks)))
     points = random_points(random.Random(1), net.domain, 30) + [list(c) for c in net.domain.corners()]
-    embed, _ = tf._io_maps
-    cols = [list(p) + [Fraction(t == s) for s in range(tf.tokens)] for p in points for t in range(tf.tokens)]
-    state = State(embed @ QMatrix.from_rows([list(r) for r in zip(*cols)]))
-    for block, b in zip(tf.blocks, bounds):
-        block.update(state) if block.kind == "feedforward" else block.update(state, tf.tokens)
-        values = state.x.rows()[:-1]
-        for c in range(len(cols)):
-            t = c % tf.tokens
+    for stream, b in zip(tf.streams(points), bounds):
+        for t, values in enumerate(stream):
             for r, (lo, hi) in enumerate(b.state[t]):
-                assert lo <= values[r][c] <= hi, (b.block, t, r)
+                assert all(lo <= v <= hi for v in fractions(values[r], len(points))), (b.block, t, r)
 
 
 def test_hardmax_lemma_symbolically():

@@ -1,22 +1,21 @@
 """Transformers of docs/spec.md §1: ``T`` token columns of width ``w``, residual attention and
 feed-forward blocks, hardmax (ties share equally) or softmax(λ) attention.
 
-Exact evaluation keeps the whole state as integers over one common denominator and uses the
-block structure: each block multiplies only the coordinates it *reads* (non-zero columns of its
-input maps) and updates only the coordinates it *writes* (non-zero rows of its output maps).
+Exact evaluation runs the residual stream of ``models.stream`` through the blocks: each block reads
+only the coordinates it *reads* (non-zero columns of its input maps), updates only those it
+*writes* (non-zero rows of its output maps), and computes once per distinct token input.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property, lru_cache
-
-import flint
+from functools import cached_property
 
 from ..formats import Reader, check_format, encode_row, encode_rows, encode_sparse_rows, sha256
-from ..numbers import ZERO, QMatrix, exact_point, format_rational, selection, to_sympy
+from ..numbers import ZERO, exact_point, format_rational, to_sympy
 from .box import Box
+from .stream import Value, Vector, combine, fractions, hardmax, products, relu
 
 Rows = list[dict[int, Fraction]]
 """A matrix by its rows, each the dict ``{column: value}`` of its non-zero entries (all-zero rows
@@ -61,14 +60,6 @@ def _nonzero_columns(*mats: Rows) -> list[int]:
 
 def _nonzero_rows(m: Rows, extra: list[Fraction] | None = None) -> list[int]:
     return [i for i, row in enumerate(m) if any(row.values()) or (extra is not None and extra[i])]
-
-
-def _restricted(rows: Rows, columns: list[int], bias: list[Fraction] | None = None) -> QMatrix:
-    """``[rows restricted to columns | bias]`` (a zero bias column without ``bias``) as a QMatrix."""
-    pos = {c: k for k, c in enumerate(columns)}
-    return QMatrix.from_sparse([{pos[c]: v for c, v in row.items() if c in pos} |
-                                ({len(columns): bias[i]} if bias is not None and bias[i] else {})
-                                for i, row in enumerate(rows)], len(columns) + 1)
 
 
 def _signed_key(row: dict, sign: int) -> tuple:
@@ -155,31 +146,88 @@ class FeedForward:
         return [u for u in range(self.hidden) if u not in paired], \
             [{c: x for c, x in row.items() if x} for row in linear], offset
 
-    @cached_property
-    def _maps(self) -> tuple[QMatrix | None, QMatrix | None, QMatrix]:
-        """``decomposition`` on the read coordinates (plus a ones row) as integer matrices."""
-        relu, linear, offset = self.decomposition
-        first = _restricted([self.w1[u] for u in relu], self.reads, [self.b1[u] for u in relu]) if relu else None
-        position = {u: k for k, u in enumerate(relu)}
-        second = QMatrix.from_sparse([{position[u]: v for u, v in self.w2[r].items() if u in position}
-                                      for r in self.writes], len(relu) + 1) if relu else None
-        return first, second, _restricted(linear, self.reads, offset)
+    def update(self, stream: list[list[Value]], points: int) -> None:
+        """``stream`` after this block; tokens whose read and written values are the same objects
+        (``models.stream``) are computed once and share the results."""
+        done: dict[tuple, list[Value]] = {}
+        for values in stream:
+            key = tuple(values[r] for r in self.reads) + tuple(values[r] for r in self.writes)
+            if key not in done:
+                done[key] = self._written(values, points)
+            for r, v in zip(self.writes, done[key]):
+                values[r] = v
 
-    def update(self, state: "State") -> None:
-        first, second, linear = self._maps
-        x = state.gather(self.reads)
-        delta = linear @ x
-        if first is not None:
-            pre = first @ x
-            zero = flint.fmpz(0)
-            act = [[v if v > zero else zero for v in row] for row in pre.num.tolist()]
-            act.append([pre.den] * state.columns)
-            delta = delta + second @ QMatrix(flint.fmpz_mat(act), pre.den)
-        state.add_rows(self.writes, delta)
+    def _written(self, values: list[Value], points: int) -> list[Value]:
+        """The written coordinates of one token.  Units are split by ``_plan`` (affine identity pairs
+        at this token's constants, or undecided); an undecided unit whose pre-activation is ≤ 0 at
+        every point (an exact bound over the range of each vector it reads) adds nothing, one ≥ 0
+        at every point adds its affine map, the others take ReLU point by point."""
+        plan = self._plan(tuple(values[r] if isinstance(values[r], Fraction) else None for r in self.reads))
+        units, kept, clamp = plan.undecided, [], []
+        if units:
+            ranges = {r: values[r].range() for r in plan.vector_reads}
+            for u, row, c in zip(units, plan.rows, plan.offsets):
+                lo = hi = c
+                for r, a in row.items():
+                    low, high = ranges[r]
+                    lo, hi = (lo + a * low, hi + a * high) if a > 0 else (lo + a * high, hi + a * low)
+                if hi > 0:
+                    kept.append(u)
+                    clamp.append(lo < 0)
+        forms = plan.forms
+        if kept:
+            pre = combine(values, [(plan.rows[plan.position[u]], plan.offsets[plan.position[u]]) for u in kept], points)
+            values = values + [relu(v) if c else v for v, c in zip(pre, clamp)]
+            extra = {r: {} for r in self.writes}
+            for k, u in enumerate(kept):
+                for r, a in self.columns[u].items():
+                    extra[r][self.width + k] = a
+            forms = [(terms | extra[r], offset) for r, (terms, offset) in zip(self.writes, forms)]
+        return combine(values, forms, points)
+
+    def _plan(self, constants: tuple) -> "_Plan":
+        """The block at a token whose read coordinates have the constant values ``constants``
+        (``None``: a vector), cached: constants folded into offsets, identity pairs (up to these
+        constants) folded into one affine form per written coordinate, the other units listed."""
+        plan = self._plans.get(constants)
+        if plan is None:
+            plan = self._plans[constants] = _Plan(self, constants)
+        return plan
+
+    @cached_property
+    def _plans(self) -> dict:
+        return {}
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "w1": encode_sparse_rows(self.w1, self.width), "b1": encode_row(self.b1),
                 "w2": encode_sparse_rows(self.w2, self.hidden), "b2": encode_row(self.b2)}
+
+
+class _Plan:
+    """``FeedForward._plan``: ``forms`` gives each written coordinate as ``old + Σ pairs`` (an affine
+    form over the token's coordinates), ``undecided`` the other units with their pre-activation
+    forms (``rows`` over vector coordinates, ``offsets`` with the constants folded in)."""
+
+    def __init__(self, block: FeedForward, constants: tuple):
+        fixed = {r: v for r, v in zip(block.reads, constants) if v is not None}
+        rows = [{r: a for r, a in row.items() if r not in fixed} for row in block.w1]
+        offsets = [b + sum((a * fixed[r] for r, a in row.items() if r in fixed), ZERO)
+                   for row, b in zip(block.w1, block.b1)]
+        partner = identity_partners([row | {-1: c} for row, c in zip(rows, offsets)], block.columns)
+        terms = {r: {r: Fraction(1)} for r in block.writes}
+        shift = {r: block.b2[r] for r in block.writes}
+        for u, p in partner.items():
+            if u < p:
+                for r, a in block.columns[u].items():
+                    for c, x in rows[u].items():
+                        terms[r][c] = terms[r].get(c, ZERO) + a * x
+                    shift[r] += a * offsets[u]
+        self.forms = [({c: x for c, x in terms[r].items() if x}, shift[r]) for r in block.writes]
+        self.undecided = [u for u in range(block.hidden) if u not in partner]
+        self.rows = [rows[u] for u in self.undecided]
+        self.offsets = [offsets[u] for u in self.undecided]
+        self.position = {u: k for k, u in enumerate(self.undecided)}
+        self.vector_reads = sorted({r for row in self.rows for r in row})
 
 
 @dataclass(frozen=True, eq=False)
@@ -227,93 +275,51 @@ class Attention:
         return _nonzero_rows(self.output)
 
     @cached_property
-    def _maps(self) -> tuple[QMatrix, QMatrix, list[tuple[slice, slice, slice]]]:
-        """All queries, keys and values stacked into one map on the read coordinates (plus a zero
-        bias column), the output on the written coordinates, and each head's (query, key, value)
-        row slices of the stack."""
+    def _forms(self) -> tuple[list, list[tuple[slice, slice, slice]], list]:
+        """All queries, keys and values as forms over the width, each head's (query, key, value)
+        slices of them, and each written coordinate as ``old + Σ_h O_h·mixed_h`` over the width
+        followed by all heads' mixed values."""
         rows, slices = [], []
         for h in self.heads:
             q0, k0 = len(rows), len(rows) + len(h.query)
             v0 = k0 + len(h.key)
             rows += h.query + h.key + h.value
             slices.append((slice(q0, k0), slice(k0, v0), slice(v0, v0 + len(h.value))))
-        out = QMatrix.from_sparse([self.output[r] for r in self.writes], sum(len(h.value) for h in self.heads))
-        return _restricted(rows, self.reads), out, slices
+        width = len(self.heads[0].output)
+        writes = [({r: Fraction(1)} | {width + k: a for k, a in self.output[r].items()}, ZERO) for r in self.writes]
+        return [(row, ZERO) for row in rows], slices, writes
 
-    def update(self, state: "State", tokens: int) -> None:
-        qkv, o, slices = self._maps
-        projected = qkv @ state.gather(self.reads)      # one common denominator: scores compare as integers
-        rows = projected.num.tolist()
-        sums, sizes = [], set()
+    def update(self, stream: list[list[Value]], points: int) -> None:
+        """``stream`` after this block.  Per head, tokens with the same query values share their
+        scores and mixed values; with a constant query every token gets the same mixed vector."""
+        projections, slices, writes = self._forms
+        done: dict[tuple, list[Value]] = {}
+        projected = []
+        for values in stream:
+            key = tuple(values[r] for r in self.reads)
+            if key not in done:
+                done[key] = combine(values, projections, points)
+            projected.append(done[key])
+        mixed: list[list[Value]] = [[] for _ in stream]
         for q, k, v in slices:
-            winners = hardmax_winners(rows[q], rows[k], tokens)
-            sizes.update(len(win) for win in winners)
-            for row in rows[v]:
-                total = {}                                  # by argmax set: tokens sharing one share its sum
-                sums.append([total.get(id(win)) or total.setdefault(id(win), (sum(row[j] for j in win), len(win)))
-                             for win in winners])
-        common = math.lcm(*sizes)
-        mixed = flint.fmpz_mat([[s * (common // n) for s, n in row] for row in sums])
-        state.add_rows(self.writes, o @ QMatrix(mixed, projected.den * common))
+            keys, vals = [p[k] for p in projected], [p[v] for p in projected]
+            groups: dict[tuple, list[int]] = {}
+            for i, p in enumerate(projected):
+                groups.setdefault(tuple(p[q]), []).append(i)
+            for query, members in groups.items():
+                out = hardmax([products(list(query), key, points) for key in keys], vals, points)
+                for i in members:
+                    mixed[i] += out
+        done = {}
+        for values, m in zip(stream, mixed):
+            key = tuple(values[r] for r in self.writes) + tuple(m)
+            if key not in done:
+                done[key] = combine(values + m, writes, points)
+            for r, v in zip(self.writes, done[key]):
+                values[r] = v
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "heads": [h.to_json() for h in self.heads]}
-
-
-def hardmax_winners(qx: list[list], kx: list[list], tokens: int) -> list[list[int]]:
-    """For each column i (a (point, token) pair), the argmax set ``M_i`` of the scores
-    ``s_ij = Σ_r qx[r][i]·kx[r][j]`` over the tokens j of the same point (hardmax: ties
-    share equally).  ``qx``, ``kx`` are integers over common denominators, so scores compare
-    exactly as integers.
-    """
-    winners = []
-    for base in range(0, len(qx[0]), tokens):
-        keys, last = range(base, base + tokens), None
-        for i in keys:
-            if (q := [a[i] for a in qx]) != last:      # tokens with the same query (the usual case) share their scores
-                scores = [sum(c * b[j] for c, b in zip(q, kx)) for j in keys]
-                top, last = max(scores), q
-                win = [j for j, s in zip(keys, scores) if s == top]
-            winners.append(win)
-    return winners
-
-
-class State:
-    """The residual stream of a batch as one homogeneous ``QMatrix``: rows are the coordinates
-    plus a final row of ones, columns are (point, token) pairs, ordered point-major."""
-
-    REDUCE_BITS = 256
-    """Cancel common factors once the denominator grows past this many bits (amortised gcds)."""
-
-    def __init__(self, x: QMatrix):
-        self.x = x
-        self.columns = x.shape[1]
-
-    def gather(self, indices: list[int]) -> QMatrix:
-        """Rows ``indices`` plus the row of ones."""
-        return QMatrix(_selection(tuple(indices) + (self.x.shape[0] - 1,), self.x.shape[0]) * self.x.num, self.x.den)
-
-    def add_rows(self, indices: list[int], delta: QMatrix) -> None:
-        """``x[indices] += delta`` (a scatter product; the ones row is never written)."""
-        x = self.x
-        den = math.lcm(x.den, delta.den)
-        scaled = delta.num if den == delta.den else delta.num * (den // delta.den)
-        num = (x.num if den == x.den else x.num * (den // x.den)) + _scatter(tuple(indices), x.shape[0]) * scaled
-        self.x = QMatrix(num, den)
-        if den.bit_length() > self.REDUCE_BITS:
-            self.x = self.x.reduced()
-
-
-@lru_cache(maxsize=4096)
-def _scatter(indices: tuple[int, ...], size: int) -> flint.fmpz_mat:
-    """The 0/1 matrix putting ``len(indices)`` rows at rows ``indices`` of ``size``."""
-    return selection(size, len(indices), ((r, k) for k, r in enumerate(indices)))
-
-
-@lru_cache(maxsize=4096)
-def _selection(indices: tuple[int, ...], size: int) -> flint.fmpz_mat:
-    """The 0/1 matrix picking rows ``indices`` out of ``size``."""
-    return selection(len(indices), size, enumerate(indices))
 
 
 @dataclass(frozen=True, eq=False)
@@ -377,39 +383,26 @@ class Transformer:
         return to_sympy(dense(self.embed_weight, self.input_dim)), to_sympy(self.embed_bias)
 
     # --- exact evaluation ------------------------------------------------------------------------
-    def residual_batch(self, points: list[list[Fraction]]) -> State:
-        """The residual stream after the last block, columns ordered (point, token)."""
+    def streams(self, points: list[list[Fraction]]):
+        """The residual stream (``models.stream``: ``stream[t][r]``) after each block, in turn."""
         if not self.is_hardmax:
             raise ValueError("a softmax Transformer has no exact rational value; "
                              "use exactform.prove.softmax for a rigorous enclosure")
-        embed, _ = self._io_maps
-        T = self.tokens
-        cols = [list(point) + [Fraction(t == s) for s in range(T)] for point in points for t in range(T)]
-        state = State(embed @ QMatrix.from_rows([list(r) for r in zip(*cols)]))
+        n = len(points)
+        den = math.lcm(*(x.denominator for p in points for x in p))
+        inputs = [Vector([p[i].numerator * (den // p[i].denominator) for p in points], den)
+                  for i in range(self.input_dim)]
+        stream = [combine(inputs, [(w, b) for w, b in zip(self.embed_weight, bias)], n) for bias in self.embed_bias]
         for block in self.blocks:
-            if isinstance(block, FeedForward):
-                block.update(state)
-            else:
-                block.update(state, self.tokens)
-        return state
+            block.update(stream, n)
+            yield stream
 
     def evaluate_batch(self, points: list[list[Fraction]]) -> list[list[Fraction]]:
         if not points:
             return []
-        state = self.residual_batch(points)
-        cols = [p * self.tokens + self.readout_token for p in range(len(points))]
-        picked = QMatrix(state.x.num * _scatter(tuple(cols), state.columns), state.x.den)
-        return (self._io_maps[1] @ picked).reduced().columns()
-
-    @cached_property
-    def _io_maps(self) -> tuple[QMatrix, QMatrix]:
-        """Homogeneous embedding ``[x; e_t] ↦ [E x + P[t]; 1]`` and read-out ``[R | c]``."""
-        T, d = self.tokens, self.input_dim
-        embed = QMatrix.from_sparse([self.embed_weight[r] | {d + t: self.embed_bias[t][r] for t in range(T)}
-                                     for r in range(self.width)] + [{d + t: Fraction(1) for t in range(T)}], d + T)
-        readout = QMatrix.from_sparse([w | {self.width: b} for w, b in zip(self.readout_weight, self.readout_bias)],
-                                      self.width + 1)
-        return embed, readout
+        *_, stream = self.streams(points)
+        outputs = combine(stream[self.readout_token], list(zip(self.readout_weight, self.readout_bias)), len(points))
+        return [list(row) for row in zip(*(fractions(v, len(points)) for v in outputs))]
 
     def __call__(self, point) -> list[Fraction]:
         """Exact outputs at one point of ints, Fractions or exact decimal strings (``numbers.exact_point``;

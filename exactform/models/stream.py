@@ -1,0 +1,155 @@
+"""The residual stream of a batch, for exact hardmax evaluation (docs/spec.md §1).
+
+Invariant: ``stream[t][r]``, coordinate r of token t, is a ``Fraction`` when it has that value at
+every point of the batch (a token's constant and shift coordinates, coordinates a block zeroed), and
+otherwise a ``Vector``: one integer per point over one positive denominator.  A coordinate that a
+block copies, or that is equal in several tokens because the same computation produced it, is the
+*same* ``Vector`` object, and blocks compute once per distinct input: the token structure of a
+compiled network (shared inputs, token-constant shifts, hardmax heads whose query is constant) is
+found in the values, not assumed.  Every product is one ``fmpz_mat`` product over the vectors a
+block reads; every comparison compares integers.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import flint
+
+Form = tuple[dict[int, Fraction], Fraction]
+"""``(coefficients, offset)``: the affine form ``offset + Σ coefficients[k]·values[k]``."""
+
+REDUCE_BITS = 256
+"""A vector cancels common factors once its denominator grows past this many bits."""
+
+
+class Vector:
+    """Integers ``num`` over ``den > 0``: one rational per point of the batch.  Compared by identity."""
+
+    __slots__ = ("num", "den", "_range")
+
+    def __init__(self, num: list, den: int):
+        if den.bit_length() > REDUCE_BITS:
+            g = math.gcd(den, *num)
+            if g > 1:
+                num, den = [x // g for x in num], den // g
+        self.num, self.den, self._range = num, int(den), None
+
+    def range(self) -> tuple[Fraction, Fraction]:
+        """``(min, max)`` over the points."""
+        if self._range is None:
+            self._range = Fraction(int(min(self.num)), self.den), Fraction(int(max(self.num)), self.den)
+        return self._range
+
+    def scaled(self, den: int) -> list:
+        """The numerators over ``den`` (a multiple of ``self.den``)."""
+        return self.num if den == self.den else [x * (den // self.den) for x in self.num]
+
+    def fractions(self) -> list[Fraction]:
+        return [Fraction(int(x), self.den) for x in self.num]
+
+
+Value = Fraction | Vector
+
+
+def numerators(values: list[Value], points: int) -> tuple[list[list], int]:
+    """The values as integer lists over their common denominator (constants repeated)."""
+    den = math.lcm(*(v.denominator if isinstance(v, Fraction) else v.den for v in values))
+    return [[v.numerator * (den // v.denominator)] * points if isinstance(v, Fraction) else v.scaled(den)
+            for v in values], den
+
+
+def combine(values: list[Value], forms: list[Form], points: int) -> list[Value]:
+    """``offset + Σ c_k·values[k]`` for each form.  Constants fold; a form that is one vector with
+    coefficient 1 returns that vector itself; the other forms are one integer product over the
+    vectors they read."""
+    out: list[Value | None] = []
+    folded: list[tuple[int, dict[int, Fraction], Fraction]] = []
+    for coefficients, offset in forms:
+        terms = {}
+        for k, c in coefficients.items():
+            v = values[k]
+            if isinstance(v, Fraction):
+                offset += c * v
+            elif c:
+                terms[k] = c
+        if not terms:
+            out.append(Fraction(offset))
+        elif not offset and len(terms) == 1 and next(iter(terms.values())) == 1:
+            out.append(values[next(iter(terms))])
+        else:
+            folded.append((len(out), terms, offset))
+            out.append(None)
+    if folded:
+        read = sorted({k for _, terms, _ in folded for k in terms})
+        column = {k: j for j, k in enumerate(read)}
+        rows, den = numerators([values[k] for k in read], points)
+        scale = math.lcm(*(c.denominator for _, terms, offset in folded for c in (*terms.values(), offset)))
+        a = flint.fmpz_mat(len(folded), len(read) + 1)
+        for i, (_, terms, offset) in enumerate(folded):
+            for k, c in terms.items():
+                a[i, column[k]] = c.numerator * (scale // c.denominator)
+            if offset:
+                a[i, len(read)] = offset.numerator * (scale // offset.denominator)
+        x = flint.fmpz_mat(len(read) + 1, points, list(itertools.chain(*rows, [den] * points)))
+        entries = (a * x).entries()
+        for i, (slot, _, _) in enumerate(folded):
+            out[slot] = Vector(entries[i * points:(i + 1) * points], scale * den)
+    return out
+
+
+def relu(v: Value) -> Value:
+    if isinstance(v, Fraction):
+        return max(v, Fraction(0))
+    zero = flint.fmpz(0)
+    return Vector([x if x > zero else zero for x in v.num], v.den)
+
+
+def hardmax(scores: list[Value], values: list[list[Value]], points: int) -> list[Value]:
+    """``Σ_{j∈M} values[j] / |M|`` per value row and point, M the argmax set of the token scores
+    ``scores[j]`` (hardmax: ties share equally).  A row equal in every token is returned as it is
+    (the mean of equal values); a row that *is* each token's score is the maximum itself."""
+    size = len(values[0])
+    same = [all(v[r] is values[0][r] or (isinstance(v[r], Fraction) and v[r] == values[0][r]) for v in values)
+            for r in range(size)]
+    if all(same):
+        return list(values[0])
+    score_rows, den = numerators(scores, points)
+    top = list(map(max, *score_rows)) if len(scores) > 1 else score_rows[0]
+    out, winners = [], None
+    for r in range(size):
+        if same[r]:
+            out.append(values[0][r])
+        elif all(v[r] is s for v, s in zip(values, scores)):
+            out.append(Vector(top, den))
+        else:
+            if winners is None:
+                winners = [[s == m for s, m in zip(row, top)] for row in score_rows]
+                counts = [sum(c) for c in zip(*winners)]
+                common = math.lcm(*set(counts))
+                share = [common // n for n in counts]
+            rows, vden = numerators([v[r] for v in values], points)
+            total = [0] * points
+            for row, win in zip(rows, winners):
+                total = [t + x if w else t for t, x, w in zip(total, row, win)]
+            out.append(Vector([t * s for t, s in zip(total, share)], vden * common))
+    return out
+
+
+def products(left: list[Value], right: list[Value], points: int) -> Value:
+    """``Σ_r left[r]·right[r]`` per point (a score of two token-dependent vectors)."""
+    if all(isinstance(v, Fraction) for v in left):
+        return combine(right, [(dict(enumerate(left)), Fraction(0))], points)[0]
+    if all(isinstance(v, Fraction) for v in right):
+        return combine(left, [(dict(enumerate(right)), Fraction(0))], points)[0]
+    (a, da), (b, db) = numerators(left, points), numerators(right, points)
+    total = [0] * points
+    for x, y in zip(a, b):
+        total = [t + p * q for t, p, q in zip(total, x, y)]
+    return Vector(total, da * db)
+
+
+def fractions(v: Value, points: int) -> list[Fraction]:
+    """The value at each point."""
+    return [v] * points if isinstance(v, Fraction) else v.fractions()
