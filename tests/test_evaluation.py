@@ -118,3 +118,15 @@ def test_a_changed_weight_changes_the_exact_output():
     got = changed.evaluate_batch(points)
     assert got != net.evaluate_batch(points)
     assert got == [reference(changed, p) for p in points]
+
+
+def test_a_value_that_is_the_score_in_one_token_only_is_mixed_by_the_winners():
+    """Coordinates 1 and 2 are the same vector x in token 0 but x + 1 and x + 5 in token 1: with
+    query 1, key = coordinate 1, value = coordinate 2, token 1 wins and the value is x + 5 (the
+    maximum score x + 1 would be wrong)."""
+    head = Head(query=[{0: ONE}], key=[{1: ONE}], value=[{2: ONE}], output=[{}, {}, {}, {0: ONE}])
+    tf = Transformer(Box((Fraction(-1),), (ONE,)), 2, 4, "hardmax", [{}, {0: ONE}, {0: ONE}, {}],
+                     [[ONE, ZERO, ZERO, ZERO], [ONE, ONE, Fraction(5), ZERO]], [Attention([head])], 0,
+                     [{3: ONE}], [ZERO], {})
+    points = [[Fraction(k, 3)] for k in range(-3, 4)]
+    assert tf.evaluate_batch(points) == [[p[0] + 5] for p in points] == [reference(tf, p) for p in points]
