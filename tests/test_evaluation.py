@@ -130,3 +130,26 @@ def test_a_value_that_is_the_score_in_one_token_only_is_mixed_by_the_winners():
                      [{3: ONE}], [ZERO], {})
     points = [[Fraction(k, 3)] for k in range(-3, 4)]
     assert tf.evaluate_batch(points) == [[p[0] + 5] for p in points] == [reference(tf, p) for p in points]
+
+
+def test_hardmax_mixes_the_argmax_set_of_every_point():
+    """``stream.hardmax`` on scores and values given as constants, vectors and vectors that are the
+    score itself, against the argmax sets computed point by point, ties included."""
+    from exactform.models.stream import Vector, fractions, hardmax
+    rng = random.Random(3)
+    for tokens, points in ((1, 3), (2, 5), (3, 6), (5, 4)):
+        for _ in range(20):
+            def value():
+                if rng.random() < 0.3:
+                    return Fraction(rng.randint(-2, 2), rng.randint(1, 2))
+                den = rng.choice([1, 2, 6])
+                return Vector([rng.randint(-2, 2) * den // rng.choice([1, den]) for _ in range(points)], den)
+            scores = [value() for _ in range(tokens)]
+            values = [[value(), s, value()] for s in scores]
+            got = [fractions(v, points) for v in hardmax(scores, values, points)]
+            s = [fractions(v, points) for v in scores]
+            for p in range(points):
+                top = max(s[j][p] for j in range(tokens))
+                win = [j for j in range(tokens) if s[j][p] == top]
+                for r in range(3):
+                    assert got[r][p] == sum(fractions(values[j][r], points)[p] for j in win) / len(win)

@@ -107,20 +107,3 @@ def test_feedforward_with_identity_pairs_matches_the_definition(seed):
     expected = [v + sum(c[r] * max(p, zero) for c, p in zip(cols, pre)) + ff.b2[r] for r, v in enumerate(x)]
     assert tf(x) == expected
 
-
-def test_hardmax_winners_share_scores_only_between_equal_queries():
-    """Tokens with the same query share one score row (the usual case, a constant query); tokens whose
-    queries differ get their own, ties included: the argmax sets equal a brute-force computation."""
-    import random as _random
-    from exactform.models.transformer import hardmax_winners
-    rng = _random.Random(3)
-    for tokens, rows in ((1, 1), (3, 1), (4, 2), (5, 3)):
-        points = 4
-        qx = [[rng.choice([-1, 0, 1, 1]) for _ in range(points * tokens)] for _ in range(rows)]
-        kx = [[rng.choice([-2, -1, 0, 1, 2]) for _ in range(points * tokens)] for _ in range(rows)]
-        expected = []
-        for i in range(points * tokens):
-            base = i - i % tokens
-            scores = {j: sum(qx[r][i] * kx[r][j] for r in range(rows)) for j in range(base, base + tokens)}
-            expected.append([j for j in scores if scores[j] == max(scores.values())])
-        assert hardmax_winners(qx, kx, tokens) == expected
