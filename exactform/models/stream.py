@@ -36,10 +36,10 @@ class Vector:
                 num, den = [x // g for x in num], den // g
         self.num, self.den, self._range = num, int(den), None
 
-    def range(self) -> tuple[Fraction, Fraction]:
-        """``(min, max)`` over the points."""
+    def range(self) -> tuple[int, int]:
+        """``(min, max)`` of the numerators."""
         if self._range is None:
-            self._range = Fraction(int(min(self.num)), self.den), Fraction(int(max(self.num)), self.den)
+            self._range = int(min(self.num)), int(max(self.num))
         return self._range
 
     def scaled(self, den: int) -> list:

@@ -72,18 +72,24 @@ def identity_partners(rows: list[dict], columns: list[dict]) -> dict[int, int]:
     """The partner of each hidden unit that is half of an identity pair: its pre-activation row and
     output column (sparse, bias included in the row) are the exact negatives of the partner's, so
     ``ReLU(v) − ReLU(−v) = v`` makes the pair add ``column·v`` for every input, with no bound.  The
-    k-th unit with (row, column) pairs with the k-th with (−row, −column); a unit is never its own
-    partner.  The one matcher of the package, used by the evaluator (block weights) and the prover
-    (per-token pre-activations)."""
+    one matcher of the package (``negative_partners``), used by the evaluator (block weights at a
+    token's constants) and the prover (per-token pre-activations)."""
+    return negative_partners([((_signed_key(row, 1), _signed_key(column, 1)), (_signed_key(row, -1), _signed_key(column, -1)))
+                              for row, column in zip(rows, columns)])
+
+
+def negative_partners(keys: list[tuple]) -> dict[int, int]:
+    """Partners by ``keys[u] = (key of u, key of −u)``: the k-th unit with a key pairs with the k-th
+    whose negation has it; a unit is never its own partner."""
     waiting: dict = {}
     partner: dict[int, int] = {}
-    for u, (row, column) in enumerate(zip(rows, columns)):
-        match = waiting.get((_signed_key(row, -1), _signed_key(column, -1)))
+    for u, (plus, minus) in enumerate(keys):
+        match = waiting.get(minus)
         if match:
             p = match.pop(0)
             partner[p], partner[u] = u, p
         else:
-            waiting.setdefault((_signed_key(row, 1), _signed_key(column, 1)), []).append(u)
+            waiting.setdefault(plus, []).append(u)
     return partner
 
 
@@ -162,21 +168,37 @@ class FeedForward:
         at this token's constants, or undecided); an undecided unit whose pre-activation is ≤ 0 at
         every point (an exact bound over the range of each vector it reads) adds nothing, one ≥ 0
         at every point adds its affine map, the others take ReLU point by point."""
-        plan = self._plan(tuple(values[r] if isinstance(values[r], Fraction) else None for r in self.reads))
-        units, kept, clamp = plan.undecided, [], []
-        if units:
-            ranges = {r: values[r].range() for r in plan.vector_reads}
-            for u, row, c in zip(units, plan.rows, plan.offsets):
-                lo = hi = c
-                for r, a in row.items():
-                    low, high = ranges[r]
-                    lo, hi = (lo + a * low, hi + a * high) if a > 0 else (lo + a * high, hi + a * low)
+        fixed = {r: values[r] for r in self.reads if isinstance(values[r], Fraction)}
+        pattern = self._patterns.get(frozenset(fixed))
+        if pattern is None:
+            pattern = self._patterns[frozenset(fixed)] = _Pattern(self, frozenset(fixed))
+        key = tuple(fixed.items())
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = _Plan(self, pattern, fixed)
+        kept, clamp = [], []
+        if plan.undecided:
+            vectors = [values[r] for r in plan.vector_reads]
+            den = math.lcm(*(v.den for v in vectors))
+            low, high = {}, {}
+            for r, v in zip(plan.vector_reads, vectors):
+                lo, hi = v.range()
+                low[r], high[r] = lo * (den // v.den), hi * (den // v.den)
+            scale, c_scale = plan.offset_den, pattern.den * den
+            for u, c in zip(plan.undecided, plan.integer_offsets):
+                lo = hi = c * c_scale
+                for r, a in pattern.integer_rows[u]:
+                    if a > 0:
+                        lo, hi = lo + a * scale * low[r], hi + a * scale * high[r]
+                    else:
+                        lo, hi = lo + a * scale * high[r], hi + a * scale * low[r]
                 if hi > 0:
                     kept.append(u)
                     clamp.append(lo < 0)
         forms = plan.forms
         if kept:
-            pre = combine(values, [(plan.rows[plan.position[u]], plan.offsets[plan.position[u]]) for u in kept], points)
+            offsets = dict(zip(plan.undecided, plan.integer_offsets))
+            pre = combine(values, [(pattern.rows[u], Fraction(offsets[u], plan.offset_den)) for u in kept], points)
             values = values + [relu(v) if c else v for v, c in zip(pre, clamp)]
             extra = {r: {} for r in self.writes}
             for k, u in enumerate(kept):
@@ -185,14 +207,9 @@ class FeedForward:
             forms = [(terms | extra[r], offset) for r, (terms, offset) in zip(self.writes, forms)]
         return combine(values, forms, points)
 
-    def _plan(self, constants: tuple) -> "_Plan":
-        """The block at a token whose read coordinates have the constant values ``constants``
-        (``None``: a vector), cached: constants folded into offsets, identity pairs (up to these
-        constants) folded into one affine form per written coordinate, the other units listed."""
-        plan = self._plans.get(constants)
-        if plan is None:
-            plan = self._plans[constants] = _Plan(self, constants)
-        return plan
+    @cached_property
+    def _patterns(self) -> dict:
+        return {}
 
     @cached_property
     def _plans(self) -> dict:
@@ -203,31 +220,49 @@ class FeedForward:
                 "w2": encode_sparse_rows(self.w2, self.hidden), "b2": encode_row(self.b2)}
 
 
+class _Pattern:
+    """``FeedForward`` at tokens whose read coordinates are constant exactly at ``fixed``: each unit's
+    row over the vector coordinates (``rows``; as integers over ``den`` in ``integer_rows``), its
+    row over the constant ones and its bias as integers over ``fixed_den``, and its pairing key
+    without its offset."""
+
+    def __init__(self, block: FeedForward, fixed: frozenset):
+        self.rows = [{r: a for r, a in row.items() if r not in fixed} for row in block.w1]
+        self.keys = [((_signed_key(row, 1), _signed_key(column, 1)), (_signed_key(row, -1), _signed_key(column, -1)))
+                     for row, column in zip(self.rows, block.columns)]
+        self.den = math.lcm(*(a.denominator for row in self.rows for a in row.values()))
+        self.integer_rows = [[(r, a.numerator * (self.den // a.denominator)) for r, a in row.items()] for row in self.rows]
+        fixed_rows = [{r: a for r, a in row.items() if r in fixed} for row in block.w1]
+        self.fixed_den = math.lcm(*(a.denominator for row in fixed_rows for a in row.values()),
+                                  *(b.denominator for b in block.b1))
+        self.fixed_rows = [[(r, a.numerator * (self.fixed_den // a.denominator)) for r, a in row.items()]
+                           for row in fixed_rows]
+        self.biases = [b.numerator * (self.fixed_den // b.denominator) for b in block.b1]
+
+
 class _Plan:
     """``FeedForward._plan``: ``forms`` gives each written coordinate as ``old + Σ pairs`` (an affine
     form over the token's coordinates), ``undecided`` the other units with their pre-activation
-    forms (``rows`` over vector coordinates, ``offsets`` with the constants folded in)."""
+    offsets (bias and constants) as integers over ``offset_den``."""
 
-    def __init__(self, block: FeedForward, constants: tuple):
-        fixed = {r: v for r, v in zip(block.reads, constants) if v is not None}
-        rows = [{r: a for r, a in row.items() if r not in fixed} for row in block.w1]
-        offsets = [b + sum((a * fixed[r] for r, a in row.items() if r in fixed), ZERO)
-                   for row, b in zip(block.w1, block.b1)]
-        partner = identity_partners([row | {-1: c} for row, c in zip(rows, offsets)], block.columns)
+    def __init__(self, block: FeedForward, pattern: _Pattern, fixed: dict[int, Fraction]):
+        den = math.lcm(*(v.denominator for v in fixed.values()))
+        values = {r: v.numerator * (den // v.denominator) for r, v in fixed.items()}
+        offsets = [b * den + sum(a * values[r] for r, a in row) for row, b in zip(pattern.fixed_rows, pattern.biases)]
+        self.offset_den = den * pattern.fixed_den
+        partner = negative_partners([((plus, c), (minus, -c)) for (plus, minus), c in zip(pattern.keys, offsets)])
         terms = {r: {r: Fraction(1)} for r in block.writes}
         shift = {r: block.b2[r] for r in block.writes}
         for u, p in partner.items():
             if u < p:
                 for r, a in block.columns[u].items():
-                    for c, x in rows[u].items():
+                    for c, x in pattern.rows[u].items():
                         terms[r][c] = terms[r].get(c, ZERO) + a * x
-                    shift[r] += a * offsets[u]
+                    shift[r] += a * Fraction(offsets[u], self.offset_den)
         self.forms = [({c: x for c, x in terms[r].items() if x}, shift[r]) for r in block.writes]
         self.undecided = [u for u in range(block.hidden) if u not in partner]
-        self.rows = [rows[u] for u in self.undecided]
-        self.offsets = [offsets[u] for u in self.undecided]
-        self.position = {u: k for k, u in enumerate(self.undecided)}
-        self.vector_reads = sorted({r for row in self.rows for r in row})
+        self.integer_offsets = [offsets[u] for u in self.undecided]
+        self.vector_reads = sorted({r for u in self.undecided for r in pattern.rows[u]})
 
 
 @dataclass(frozen=True, eq=False)
@@ -265,7 +300,7 @@ class Attention:
         offset = 0
         for h in self.heads:
             for r, row in enumerate(h.output):
-                for j, v in row.items():
+                for j, v in row.items() if row else ():
                     out[r][offset + j] = v
             offset += len(h.value)
         return out
