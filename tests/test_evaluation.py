@@ -55,7 +55,7 @@ def random_transformer(rng: random.Random) -> Transformer:
     shared = [q() for _ in range(w)]            # some coordinates equal in every token, some not
     embed_bias = [[s if rng.random() < 0.5 else q() for s in shared] for _ in range(T)]
     blocks = []
-    for _ in range(rng.randint(1, 4)):
+    for _ in range(rng.randint(0, 4)):
         if rng.random() < 0.5:
             heads = []
             for _ in range(rng.randint(1, 3)):

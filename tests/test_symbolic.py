@@ -1,4 +1,5 @@
 """prove.symbolic: C1, C3 and the per-token Transformer bounds."""
+import itertools
 import random
 from fractions import Fraction
 
@@ -62,7 +63,7 @@ def test_block_bounds_contain_the_exact_residual_stream():
     bounds = transformer_bounds(net, tf)
     assert [b.block for b in bounds] == list(range(len(tf.blocks)))
     points = random_points(random.Random(1), net.domain, 30) + [list(c) for c in net.domain.corners()]
-    for stream, b in zip(tf.streams(points), bounds):
+    for stream, b in zip(itertools.islice(tf.streams(points), 1, None), bounds):
         for t, values in enumerate(stream):
             for r, (lo, hi) in enumerate(b.state[t]):
                 assert all(lo <= v <= hi for v in fractions(values[r], len(points))), (b.block, t, r)

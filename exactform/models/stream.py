@@ -50,58 +50,94 @@ class Vector:
         return [Fraction(int(x), self.den) for x in self.num]
 
 
+class Constant(Fraction):
+    """A constant of the stream: a ``Fraction`` that keeps its hash (tokens and plans are looked up
+    by their values, and ``Fraction.__hash__`` computes a modular inverse each time)."""
+
+    __slots__ = ("_hash",)
+
+    def __hash__(self):
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash = Fraction.__hash__(self)
+            return self._hash
+
+
 Value = Fraction | Vector
+"""Tested as ``type(v) is Vector``: ``isinstance(v, Fraction)`` goes through the ABC machinery of
+``numbers.Rational``, too slow for the hot path."""
 
 
 def numerators(values: list[Value], points: int) -> tuple[list[list], int]:
     """The values as integer lists over their common denominator (constants repeated)."""
-    den = math.lcm(*(v.denominator if isinstance(v, Fraction) else v.den for v in values))
-    return [[v.numerator * (den // v.denominator)] * points if isinstance(v, Fraction) else v.scaled(den)
+    den = math.lcm(*(v.den if type(v) is Vector else v.denominator for v in values))
+    return [v.scaled(den) if type(v) is Vector else [v.numerator * (den // v.denominator)] * points
             for v in values], den
 
 
-def combine(values: list[Value], forms: list[Form], points: int) -> list[Value]:
-    """``offset + Σ c_k·values[k]`` for each form.  Constants fold; a form that is one vector with
-    coefficient 1 returns that vector itself; the other forms are one integer product over the
-    vectors they read."""
-    out: list[Value | None] = []
-    folded: list[tuple[int, dict[int, Fraction], Fraction]] = []
-    for coefficients, offset in forms:
-        terms = {}
-        for k, c in coefficients.items():
-            v = values[k]
-            if isinstance(v, Fraction):
-                offset += c * v
-            elif c:
-                terms[k] = c
-        if not terms:
-            out.append(Fraction(offset))
-        elif not offset and len(terms) == 1 and next(iter(terms.values())) == 1:
-            out.append(values[next(iter(terms))])
-        else:
-            folded.append((len(out), terms, offset))
-            out.append(None)
-    if folded:
-        read = sorted({k for _, terms, _ in folded for k in terms})
+class Affine:
+    """Affine forms ``offset + Σ c_k·values[k]``, applied to a token's values.  Constants fold; a
+    form that is one vector with coefficient 1 returns that vector itself; the other forms are one
+    integer product over the vectors they read.  What folds depends only on which referenced values
+    are constants and what they are, so that is compiled once per such pattern (cached)."""
+
+    CACHE = 64
+
+    def __init__(self, forms: list[Form]):
+        self.forms = forms
+        self.referenced = sorted({k for coefficients, _ in forms for k in coefficients})
+        self._compiled: dict[tuple, tuple] = {}
+
+    def __call__(self, values: list[Value], points: int) -> list[Value]:
+        key = tuple(None if type(values[k]) is Vector else values[k] for k in self.referenced)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            if len(self._compiled) >= self.CACHE:
+                self._compiled.clear()
+            compiled = self._compiled[key] = self._compile(values)
+        out, read, matrix, scale = compiled
+        if read:
+            rows, den = numerators([values[k] for k in read], points)
+            x = flint.fmpz_mat(len(read) + 1, points, list(itertools.chain(*rows, [den] * points)))
+            entries, den = (matrix * x).entries(), scale * den
+        return [values[v] if kind == "share" else v if kind == "constant" else
+                Vector(entries[v * points:(v + 1) * points], den) for kind, v in out]
+
+    def _compile(self, values: list[Value]) -> tuple:
+        """``(out, read, matrix, scale)``: per form ("constant", value), ("share", k) or ("row", i) of
+        ``matrix · [values[read]; 1]`` (integers over ``scale``)."""
+        out, folded = [], []
+        for coefficients, offset in self.forms:
+            terms = {}
+            for k, c in coefficients.items():
+                v = values[k]
+                if type(v) is not Vector:
+                    offset += c * v
+                elif c:
+                    terms[k] = c
+            if not terms:
+                out.append(("constant", Constant(offset)))
+            elif not offset and len(terms) == 1 and next(iter(terms.values())) == 1:
+                out.append(("share", next(iter(terms))))
+            else:
+                out.append(("row", len(folded)))
+                folded.append((terms, offset))
+        read = sorted({k for terms, _ in folded for k in terms})
         column = {k: j for j, k in enumerate(read)}
-        rows, den = numerators([values[k] for k in read], points)
-        scale = math.lcm(*(c.denominator for _, terms, offset in folded for c in (*terms.values(), offset)))
-        a = flint.fmpz_mat(len(folded), len(read) + 1)
-        for i, (_, terms, offset) in enumerate(folded):
+        scale = math.lcm(*(c.denominator for terms, offset in folded for c in (*terms.values(), offset)))
+        matrix = flint.fmpz_mat(len(folded), len(read) + 1)
+        for i, (terms, offset) in enumerate(folded):
             for k, c in terms.items():
-                a[i, column[k]] = c.numerator * (scale // c.denominator)
+                matrix[i, column[k]] = c.numerator * (scale // c.denominator)
             if offset:
-                a[i, len(read)] = offset.numerator * (scale // offset.denominator)
-        x = flint.fmpz_mat(len(read) + 1, points, list(itertools.chain(*rows, [den] * points)))
-        entries = (a * x).entries()
-        for i, (slot, _, _) in enumerate(folded):
-            out[slot] = Vector(entries[i * points:(i + 1) * points], scale * den)
-    return out
+                matrix[i, len(read)] = offset.numerator * (scale // offset.denominator)
+        return out, read, matrix, scale
 
 
 def relu(v: Value) -> Value:
-    if isinstance(v, Fraction):
-        return max(v, Fraction(0))
+    if type(v) is not Vector:
+        return Constant(max(v, 0))
     zero = flint.fmpz(0)
     return Vector([x if x > zero else zero for x in v.num], v.den)
 
@@ -111,7 +147,7 @@ def hardmax(scores: list[Value], values: list[list[Value]], points: int) -> list
     ``scores[j]`` (hardmax: ties share equally).  A row equal in every token is returned as it is
     (the mean of equal values); a row that *is* each token's score is the maximum itself."""
     size = len(values[0])
-    same = [all(v[r] is values[0][r] or (isinstance(v[r], Fraction) and v[r] == values[0][r]) for v in values)
+    same = [all(v[r] is values[0][r] or (type(v[r]) is not Vector and v[r] == values[0][r]) for v in values)
             for r in range(size)]
     if all(same):
         return list(values[0])
@@ -137,12 +173,14 @@ def hardmax(scores: list[Value], values: list[list[Value]], points: int) -> list
     return out
 
 
-def products(left: list[Value], right: list[Value], points: int) -> Value:
-    """``Σ_r left[r]·right[r]`` per point (a score of two token-dependent vectors)."""
-    if all(isinstance(v, Fraction) for v in left):
-        return combine(right, [(dict(enumerate(left)), Fraction(0))], points)[0]
-    if all(isinstance(v, Fraction) for v in right):
-        return combine(left, [(dict(enumerate(right)), Fraction(0))], points)[0]
+def score(left: list[Value], right: list[Value], points: int) -> Value:
+    """``Σ_r left[r]·right[r]`` per point: the score of a query and a key."""
+    for fixed, other in ((left, right), (right, left)):
+        if all(type(v) is not Vector for v in fixed):
+            terms = [(a, v) for a, v in zip(fixed, other) if a]
+            if len(terms) == 1 and terms[0][0] == 1:
+                return terms[0][1]                      # the usual query 1: the key itself
+            return Affine([(dict(enumerate(fixed)), Fraction(0))])(other, points)[0]
     (a, da), (b, db) = numerators(left, points), numerators(right, points)
     total = [0] * points
     for x, y in zip(a, b):
@@ -152,4 +190,4 @@ def products(left: list[Value], right: list[Value], points: int) -> Value:
 
 def fractions(v: Value, points: int) -> list[Fraction]:
     """The value at each point."""
-    return [v] * points if isinstance(v, Fraction) else v.fractions()
+    return v.fractions() if type(v) is Vector else [Fraction(v)] * points

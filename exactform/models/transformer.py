@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 
+import flint
+
 from ..formats import Reader, check_format, encode_row, encode_rows, encode_sparse_rows, sha256
 from ..numbers import ZERO, exact_point, format_rational, to_sympy
 from .box import Box
-from .stream import Value, Vector, combine, fractions, hardmax, products, relu
+from .stream import Affine, Value, Vector, fractions, hardmax, relu, score
 
 Rows = list[dict[int, Fraction]]
 """A matrix by its rows, each the dict ``{column: value}`` of its non-zero entries (all-zero rows
@@ -164,48 +166,39 @@ class FeedForward:
                 values[r] = v
 
     def _written(self, values: list[Value], points: int) -> list[Value]:
-        """The written coordinates of one token.  Units are split by ``_plan`` (affine identity pairs
-        at this token's constants, or undecided); an undecided unit whose pre-activation is ≤ 0 at
-        every point (an exact bound over the range of each vector it reads) adds nothing, one ≥ 0
-        at every point adds its affine map, the others take ReLU point by point."""
-        fixed = {r: values[r] for r in self.reads if isinstance(values[r], Fraction)}
-        pattern = self._patterns.get(frozenset(fixed))
-        if pattern is None:
-            pattern = self._patterns[frozenset(fixed)] = _Pattern(self, frozenset(fixed))
-        key = tuple(fixed.items())
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = _Plan(self, pattern, fixed)
+        """The written coordinates of one token.  Its ``_Plan`` folds the identity pairs at this
+        token's constants into affine forms; of the other units, one whose pre-activation is ≤ 0 at
+        every point (an exact bound over the range of each vector it reads) adds nothing, one ≥ 0 at
+        every point adds its affine map, and the rest take ReLU point by point."""
+        pattern, plan = self._plan({r: values[r] for r in self.reads if type(values[r]) is not Vector})
         kept, clamp = [], []
         if plan.undecided:
             vectors = [values[r] for r in plan.vector_reads]
             den = math.lcm(*(v.den for v in vectors))
-            low, high = {}, {}
-            for r, v in zip(plan.vector_reads, vectors):
-                lo, hi = v.range()
-                low[r], high[r] = lo * (den // v.den), hi * (den // v.den)
+            low = flint.fmpz_mat(len(vectors), 1, [v.range()[0] * (den // v.den) for v in vectors])
+            high = flint.fmpz_mat(len(vectors), 1, [v.range()[1] * (den // v.den) for v in vectors])
+            lows = (plan.positive * low + plan.negative * high).entries()
+            highs = (plan.positive * high + plan.negative * low).entries()
             scale, c_scale = plan.offset_den, pattern.den * den
-            for u, c in zip(plan.undecided, plan.integer_offsets):
-                lo = hi = c * c_scale
-                for r, a in pattern.integer_rows[u]:
-                    if a > 0:
-                        lo, hi = lo + a * scale * low[r], hi + a * scale * high[r]
-                    else:
-                        lo, hi = lo + a * scale * high[r], hi + a * scale * low[r]
-                if hi > 0:
+            for u, c, lo, hi in zip(plan.undecided, plan.integer_offsets, lows, highs):
+                if hi * scale + c * c_scale > 0:
                     kept.append(u)
-                    clamp.append(lo < 0)
-        forms = plan.forms
+                    clamp.append(lo * scale + c * c_scale < 0)
         if kept:
             offsets = dict(zip(plan.undecided, plan.integer_offsets))
-            pre = combine(values, [(pattern.rows[u], Fraction(offsets[u], plan.offset_den)) for u in kept], points)
+            pre = Affine([(pattern.rows[u], Fraction(offsets[u], plan.offset_den)) for u in kept])(values, points)
             values = values + [relu(v) if c else v for v, c in zip(pre, clamp)]
             extra = {r: {} for r in self.writes}
             for k, u in enumerate(kept):
                 for r, a in self.columns[u].items():
                     extra[r][self.width + k] = a
-            forms = [(terms | extra[r], offset) for r, (terms, offset) in zip(self.writes, forms)]
-        return combine(values, forms, points)
+            return Affine([(terms | extra[r], offset) for r, (terms, offset) in zip(self.writes, plan.forms)])(values, points)
+        return plan.written(values, points)
+
+    def _plan(self, fixed: dict[int, Fraction]) -> tuple["_Pattern", "_Plan"]:
+        """The (cached) ``_Pattern`` of the constant coordinates ``fixed`` and ``_Plan`` of their values."""
+        pattern = _cached(self._patterns, frozenset(fixed), lambda: _Pattern(self, frozenset(fixed)))
+        return pattern, _cached(self._plans, tuple(fixed.items()), lambda: _Plan(self, pattern, fixed))
 
     @cached_property
     def _patterns(self) -> dict:
@@ -218,6 +211,15 @@ class FeedForward:
     def to_json(self) -> dict:
         return {"kind": self.kind, "w1": encode_sparse_rows(self.w1, self.width), "b1": encode_row(self.b1),
                 "w2": encode_sparse_rows(self.w2, self.hidden), "b2": encode_row(self.b2)}
+
+
+def _cached(cache: dict, key, make, size: int = 64):
+    """``cache[key]``, made by ``make()`` if absent; the cache is emptied when it holds ``size``."""
+    if key not in cache:
+        if len(cache) >= size:
+            cache.clear()
+        cache[key] = make()
+    return cache[key]
 
 
 class _Pattern:
@@ -243,7 +245,8 @@ class _Pattern:
 class _Plan:
     """``FeedForward._plan``: ``forms`` gives each written coordinate as ``old + Σ pairs`` (an affine
     form over the token's coordinates), ``undecided`` the other units with their pre-activation
-    offsets (bias and constants) as integers over ``offset_den``."""
+    offsets (bias and constants) as integers over ``offset_den`` and the positive and negative
+    parts of their rows over ``vector_reads`` (integers over ``pattern.den``), for exact bounds."""
 
     def __init__(self, block: FeedForward, pattern: _Pattern, fixed: dict[int, Fraction]):
         den = math.lcm(*(v.denominator for v in fixed.values()))
@@ -260,9 +263,16 @@ class _Plan:
                         terms[r][c] = terms[r].get(c, ZERO) + a * x
                     shift[r] += a * Fraction(offsets[u], self.offset_den)
         self.forms = [({c: x for c, x in terms[r].items() if x}, shift[r]) for r in block.writes]
+        self.written = Affine(self.forms)
         self.undecided = [u for u in range(block.hidden) if u not in partner]
         self.integer_offsets = [offsets[u] for u in self.undecided]
         self.vector_reads = sorted({r for u in self.undecided for r in pattern.rows[u]})
+        column = {r: j for j, r in enumerate(self.vector_reads)}
+        self.positive = flint.fmpz_mat(len(self.undecided), len(self.vector_reads))
+        self.negative = flint.fmpz_mat(len(self.undecided), len(self.vector_reads))
+        for i, u in enumerate(self.undecided):
+            for r, a in pattern.integer_rows[u]:
+                (self.positive if a > 0 else self.negative)[i, column[r]] = a
 
 
 @dataclass(frozen=True, eq=False)
@@ -310,7 +320,7 @@ class Attention:
         return _nonzero_rows(self.output)
 
     @cached_property
-    def _forms(self) -> tuple[list, list[tuple[slice, slice, slice]], list]:
+    def _forms(self) -> tuple[Affine, list[tuple[slice, slice, slice]], Affine]:
         """All queries, keys and values as forms over the width, each head's (query, key, value)
         slices of them, and each written coordinate as ``old + Σ_h O_h·mixed_h`` over the width
         followed by all heads' mixed values."""
@@ -322,7 +332,7 @@ class Attention:
             slices.append((slice(q0, k0), slice(k0, v0), slice(v0, v0 + len(h.value))))
         width = len(self.heads[0].output)
         writes = [({r: Fraction(1)} | {width + k: a for k, a in self.output[r].items()}, ZERO) for r in self.writes]
-        return [(row, ZERO) for row in rows], slices, writes
+        return Affine([(row, ZERO) for row in rows]), slices, Affine(writes)
 
     def update(self, stream: list[list[Value]], points: int) -> None:
         """``stream`` after this block.  Per head, tokens with the same query values share their
@@ -333,7 +343,7 @@ class Attention:
         for values in stream:
             key = tuple(values[r] for r in self.reads)
             if key not in done:
-                done[key] = combine(values, projections, points)
+                done[key] = projections(values, points)
             projected.append(done[key])
         mixed: list[list[Value]] = [[] for _ in stream]
         for q, k, v in slices:
@@ -342,14 +352,14 @@ class Attention:
             for i, p in enumerate(projected):
                 groups.setdefault(tuple(p[q]), []).append(i)
             for query, members in groups.items():
-                out = hardmax([products(list(query), key, points) for key in keys], vals, points)
+                out = hardmax([score(list(query), key, points) for key in keys], vals, points)
                 for i in members:
                     mixed[i] += out
         done = {}
         for values, m in zip(stream, mixed):
             key = tuple(values[r] for r in self.writes) + tuple(m)
             if key not in done:
-                done[key] = combine(values + m, writes, points)
+                done[key] = writes(values + m, points)
             for r, v in zip(self.writes, done[key]):
                 values[r] = v
 
@@ -419,7 +429,8 @@ class Transformer:
 
     # --- exact evaluation ------------------------------------------------------------------------
     def streams(self, points: list[list[Fraction]]):
-        """The residual stream (``models.stream``: ``stream[t][r]``) after each block, in turn."""
+        """The residual stream (``models.stream``: ``stream[t][r]``) after the embedding and after
+        each block, in turn (one list, updated in place)."""
         if not self.is_hardmax:
             raise ValueError("a softmax Transformer has no exact rational value; "
                              "use exactform.prove.softmax for a rigorous enclosure")
@@ -427,7 +438,8 @@ class Transformer:
         den = math.lcm(*(x.denominator for p in points for x in p))
         inputs = [Vector([p[i].numerator * (den // p[i].denominator) for p in points], den)
                   for i in range(self.input_dim)]
-        stream = [combine(inputs, [(w, b) for w, b in zip(self.embed_weight, bias)], n) for bias in self.embed_bias]
+        stream = [embed(inputs, n) for embed in self._embedding]
+        yield stream
         for block in self.blocks:
             block.update(stream, n)
             yield stream
@@ -436,8 +448,17 @@ class Transformer:
         if not points:
             return []
         *_, stream = self.streams(points)
-        outputs = combine(stream[self.readout_token], list(zip(self.readout_weight, self.readout_bias)), len(points))
+        outputs = self._readout(stream[self.readout_token], len(points))
         return [list(row) for row in zip(*(fractions(v, len(points)) for v in outputs))]
+
+    @cached_property
+    def _embedding(self) -> list[Affine]:
+        """Token t's embedding ``E x + P[t]`` as forms over the inputs."""
+        return [Affine(list(zip(self.embed_weight, bias))) for bias in self.embed_bias]
+
+    @cached_property
+    def _readout(self) -> Affine:
+        return Affine(list(zip(self.readout_weight, self.readout_bias)))
 
     def __call__(self, point) -> list[Fraction]:
         """Exact outputs at one point of ints, Fractions or exact decimal strings (``numbers.exact_point``;
