@@ -1,7 +1,8 @@
 """Exact evaluation: the compiled hardmax Transformer vs its source network on the same batch
 (issue 26; goal: the Transformer within 10× of the source).  CPU seconds of this process for one
 ``evaluate_batch`` call each, first call (weights' caches and plans built) and second call, and a
-check that both outputs are exactly equal.  One run, ratios within the run.
+check that both outputs are exactly equal; then the per-call cost of single points.  One run,
+ratios within the run.
 
 Networks: the digits CNN of ``examples/digits.py`` (seeded random weights, as ``import_bench``; the
 architecture, not the training, sets the cost) on the 360 test images of scikit-learn's digits
@@ -19,6 +20,9 @@ import time
 from fractions import Fraction
 
 from exactform.benchmarks.timing import table
+
+SINGLE = 20
+"""Points evaluated one call each, after the batch (caches warm): the per-call cost."""
 
 
 def digits(points: int):
@@ -75,12 +79,14 @@ def main() -> int:
                 misses.append(f"{name}: outputs differ")
             times.append((t_net, t_tf))
         (n1, t1), (n2, t2) = times
+        single = [cpu(lambda m=m: [m.evaluate_batch([p]) for p in points[:SINGLE]])[1] * 1000 / SINGLE for m in (net, tf)]
         rows.append([name, f"{tf.tokens}", f"{tf.width}", len(points), f"{n1:.3f} / {t1:.3f}", f"{t1 / n1:.1f}",
-                     f"{n2:.3f} / {t2:.3f}", f"{t2 / n2:.1f}", "equal" if got == expected else "DIFFER"])
+                     f"{n2:.3f} / {t2:.3f}", f"{t2 / n2:.1f}", "equal" if got == expected else "DIFFER",
+                     f"{single[0]:.2f} / {single[1]:.2f}"])
         if t2 / n2 > 10:
             misses.append(f"{name} ratio {t2 / n2:.1f}")
     print(table(["network", "T", "width", "points", "first call: source / Tf s", "ratio", "second call: source / Tf s",
-                 "ratio", "outputs"], rows))
+                 "ratio", "outputs", f"one point at a time: source / Tf ms (first {SINGLE})"], rows))
     if misses:
         print(f"missed: {', '.join(misses)}")
     return 1 if misses else 0
