@@ -1,4 +1,4 @@
-"""A CNN on scikit-learn's 8×8 digits, end to end: train (30 epochs, about 2 s on one core) → ONNX
+"""A CNN on scikit-learn's 8×8 digits, end to end: train (30 epochs, 2–4 s on one core) → ONNX
 (TorchScript exporter) → exact import with its self-check → compile → certify → check → classes on
 the test set.
 

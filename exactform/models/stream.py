@@ -76,13 +76,20 @@ def numerators(values: list[Value], points: int) -> tuple[list[list], int]:
             for v in values], den
 
 
+def cached(cache: dict, key, make, size: int = 64):
+    """``cache[key]``, made by ``make()`` if absent; the cache is emptied when it holds ``size``."""
+    if key not in cache:
+        if len(cache) >= size:
+            cache.clear()
+        cache[key] = make()
+    return cache[key]
+
+
 class Affine:
     """Affine forms ``offset + Σ c_k·values[k]``, applied to a token's values.  Constants fold; a
     form that is one vector with coefficient 1 returns that vector itself; the other forms are one
     integer product over the vectors they read.  What folds depends only on which referenced values
     are constants and what they are, so that is compiled once per such pattern (cached)."""
-
-    CACHE = 64
 
     def __init__(self, forms: list[Form]):
         self.forms = forms
@@ -91,12 +98,7 @@ class Affine:
 
     def __call__(self, values: list[Value], points: int) -> list[Value]:
         key = tuple(None if type(values[k]) is Vector else values[k] for k in self.referenced)
-        compiled = self._compiled.get(key)
-        if compiled is None:
-            if len(self._compiled) >= self.CACHE:
-                self._compiled.clear()
-            compiled = self._compiled[key] = self._compile(values)
-        out, read, matrix, scale = compiled
+        out, read, matrix, scale = cached(self._compiled, key, lambda: self._compile(values))
         if read:
             rows, den = numerators([values[k] for k in read], points)
             x = flint.fmpz_mat(len(read) + 1, points, list(itertools.chain(*rows, [den] * points)))

@@ -17,7 +17,7 @@ import flint
 from ..formats import Reader, check_format, encode_row, encode_rows, encode_sparse_rows, sha256
 from ..numbers import ZERO, exact_point, format_rational, to_sympy
 from .box import Box
-from .stream import Affine, Value, Vector, fractions, hardmax, relu, score
+from .stream import Affine, Value, Vector, cached, fractions, hardmax, relu, score
 
 Rows = list[dict[int, Fraction]]
 """A matrix by its rows, each the dict ``{column: value}`` of its non-zero entries (all-zero rows
@@ -76,8 +76,12 @@ def identity_partners(rows: list[dict], columns: list[dict]) -> dict[int, int]:
     ``ReLU(v) − ReLU(−v) = v`` makes the pair add ``column·v`` for every input, with no bound.  The
     one matcher of the package (``negative_partners``), used by the evaluator (block weights at a
     token's constants) and the prover (per-token pre-activations)."""
-    return negative_partners([((_signed_key(row, 1), _signed_key(column, 1)), (_signed_key(row, -1), _signed_key(column, -1)))
-                              for row, column in zip(rows, columns)])
+    return negative_partners([_pair_keys(row, column) for row, column in zip(rows, columns)])
+
+
+def _pair_keys(row: dict, column: dict) -> tuple[tuple, tuple]:
+    """The keys of ``(row, column)`` and of ``(−row, −column)``."""
+    return (_signed_key(row, 1), _signed_key(column, 1)), (_signed_key(row, -1), _signed_key(column, -1))
 
 
 def negative_partners(keys: list[tuple]) -> dict[int, int]:
@@ -192,13 +196,14 @@ class FeedForward:
             for k, u in enumerate(kept):
                 for r, a in self.columns[u].items():
                     extra[r][self.width + k] = a
-            return Affine([(terms | extra[r], offset) for r, (terms, offset) in zip(self.writes, plan.forms)])(values, points)
+            forms = [(terms | extra[r], offset) for r, (terms, offset) in zip(self.writes, plan.forms)]
+            return Affine(forms)(values, points)
         return plan.written(values, points)
 
     def _plan(self, fixed: dict[int, Fraction]) -> tuple["_Pattern", "_Plan"]:
         """The (cached) ``_Pattern`` of the constant coordinates ``fixed`` and ``_Plan`` of their values."""
-        pattern = _cached(self._patterns, frozenset(fixed), lambda: _Pattern(self, frozenset(fixed)))
-        return pattern, _cached(self._plans, tuple(fixed.items()), lambda: _Plan(self, pattern, fixed))
+        pattern = cached(self._patterns, frozenset(fixed), lambda: _Pattern(self, frozenset(fixed)))
+        return pattern, cached(self._plans, tuple(fixed.items()), lambda: _Plan(self, pattern, fixed))
 
     @cached_property
     def _patterns(self) -> dict:
@@ -213,15 +218,6 @@ class FeedForward:
                 "w2": encode_sparse_rows(self.w2, self.hidden), "b2": encode_row(self.b2)}
 
 
-def _cached(cache: dict, key, make, size: int = 64):
-    """``cache[key]``, made by ``make()`` if absent; the cache is emptied when it holds ``size``."""
-    if key not in cache:
-        if len(cache) >= size:
-            cache.clear()
-        cache[key] = make()
-    return cache[key]
-
-
 class _Pattern:
     """``FeedForward`` at tokens whose read coordinates are constant exactly at ``fixed``: each unit's
     row over the vector coordinates (``rows``; as integers over ``den`` in ``integer_rows``), its
@@ -230,10 +226,10 @@ class _Pattern:
 
     def __init__(self, block: FeedForward, fixed: frozenset):
         self.rows = [{r: a for r, a in row.items() if r not in fixed} for row in block.w1]
-        self.keys = [((_signed_key(row, 1), _signed_key(column, 1)), (_signed_key(row, -1), _signed_key(column, -1)))
-                     for row, column in zip(self.rows, block.columns)]
+        self.keys = [_pair_keys(row, column) for row, column in zip(self.rows, block.columns)]
         self.den = math.lcm(*(a.denominator for row in self.rows for a in row.values()))
-        self.integer_rows = [[(r, a.numerator * (self.den // a.denominator)) for r, a in row.items()] for row in self.rows]
+        self.integer_rows = [[(r, a.numerator * (self.den // a.denominator)) for r, a in row.items()]
+                             for row in self.rows]
         fixed_rows = [{r: a for r, a in row.items() if r in fixed} for row in block.w1]
         self.fixed_den = math.lcm(*(a.denominator for row in fixed_rows for a in row.values()),
                                   *(b.denominator for b in block.b1))
