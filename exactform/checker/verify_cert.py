@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import operator
 from fractions import Fraction
 
 from .cost import MAX_WORK
 from .equiv import Forms, outputs, read_model
 from . import vnnlib
-from .reader import FORMAT, ONE, Malformed, Refuted, box, combine, dot, fields, integer, items, load, rational, row, spent
+from .relax import LeafRows, infeasible
+from .reader import FORMAT, ONE, Malformed, Refuted, box, combine, fields, integer, items, load, rational, row, spent
 from .reader import read_maxout, read_transformer
 
 KIND, CLAIM = "verification", "V1"
@@ -35,166 +34,6 @@ def atom_form(atom: dict, xs: int, ys: list) -> dict:
     n, m = xs, len(ys)
     return combine([(a, {k: Fraction(1)} if k < n else ys[k - n] if k < n + m else {ONE: Fraction(1)})
                     for k, a in atom.items()])
-
-
-BITS = 40                   # significant bits of the dyadic numbers the bound propagation rounds to
-
-
-def outward(q: Fraction, up: bool) -> Fraction:
-    """q rounded up (``up``) or down to a dyadic rational of ``BITS`` significant bits, so that bounds
-    stay bounds and their sizes stay small."""
-    if not q:
-        return q
-    k = BITS - (abs(q.numerator).bit_length() - q.denominator.bit_length())
-    num, den = (q.numerator << k, q.denominator) if k >= 0 else (q.numerator, q.denominator << -k)
-    n = -(-num // den) if up else num // den
-    return Fraction(n, 1 << k) if k >= 0 else Fraction(n << -k)
-
-
-def _linear(terms: list, d: int) -> tuple:
-    """Σ a·f over ``terms = [(a, f)]`` for affine functions f = (denominator, [d + 1 numerators]) of x
-    (the last numerator the constant), summed over one common denominator."""
-    dens = [a.denominator * f[0] for a, f in terms]
-    D = max(dens, default=1) if all(n & (n - 1) == 0 for n in dens) else math.lcm(*dens)     # dyadic: the largest
-    ms = [a.numerator * (D // n) for (a, _), n in zip(terms, dens)]
-    nums = [sum(map(operator.mul, ms, column)) for column in zip(*(f[1] for _, f in terms))] if terms else [0] * (d + 1)
-    g = math.gcd(D, *nums)
-    return D // g, [v // g for v in nums]
-
-
-def _extreme(f: tuple, cube: list, up: bool) -> Fraction:
-    """max (``up``) or min of the affine function f over the box."""
-    den, nums = f
-    return (sum((v * cube[j][(v > 0) == up] for j, v in enumerate(nums[:-1]) if v), Fraction(0)) + nums[-1]) / den
-
-
-def _side(form: dict, fns: list, d: int, up: bool) -> tuple:
-    """An affine function of x below (above, ``up``) the form on the box, from the variables' functions."""
-    const = form.get(ONE, Fraction(0))
-    return _linear([(a, fns[k][(a > 0) == up]) for k, a in form.items() if k != ONE] +
-                   ([(const, (1, [0] * d + [1]))] if const else []), d)
-
-
-def node_bounds(F: Forms, cube: list) -> tuple[list, dict]:
-    """Bounds of every variable of ``F`` over the box ``cube`` (inputs first, then nodes in order), and
-    per two-piece max node the bounds [gl, gu] of g = p − q, by forward symbolic propagation: each
-    variable has an affine function of x below it and one above it on the box (an input is its own).
-    A form's functions take each variable's lower or upper function by the sign of its coefficient; a
-    node's bounds are those functions' min and max over the box, meet the interval of its pieces'
-    bounds, rounded outward to ``BITS`` bits.  Max node z of pieces p_i: below, the p_j of largest
-    l_j + u_j; above, with two pieces: p's function if gl ≥ 0, q's if gu ≤ 0, else, writing z = b + max(h, 0)
-    with b the piece of narrower range (h = q − p for b = p, h = g for b = q; [hl, hu] its bounds),
-    b's upper function plus s·(h's upper function) + t, with s = hu / (hu − hl) rounded up (at most 1)
-    and t = max(−s·hl, hu − s·hu) rounded up (a line over max(h, 0) on [hl, hu]); with more pieces,
-    the constant max u_i.
-    A hardmax node (an average of values) has constant functions at the least lower and the largest
-    upper bound of its values."""
-    d = F.d
-    unit = [(1, [0] * j + [1] + [0] * (d - j)) for j in range(d)]
-    fns = [(u, u) for u in unit]
-    bounds, gaps = list(cube), {}
-    for k, (kind, data) in enumerate(F.nodes):
-        pieces = [dict(p if kind == "max" else p[1]) for p in data]
-        sides = [(_side(p, fns, d, False), _side(p, fns, d, True)) for p in pieces]
-        ivs = [(_extreme(lo, cube, False), _extreme(hi, cube, True)) for lo, hi in sides]
-        if kind != "max":
-            lo, hi = min(a for a, _ in ivs), max(b for _, b in ivs)
-            lo, hi = outward(lo, False), outward(hi, True)
-            bounds.append((lo, hi))
-            fns.append(((lo.denominator, [0] * d + [lo.numerator]), (hi.denominator, [0] * d + [hi.numerator])))
-            continue
-        j = max(range(len(pieces)), key=lambda i: ivs[i][0] + ivs[i][1])
-        below, above = sides[j][0], None
-        if len(pieces) == 2:
-            g = combine([(1, pieces[0]), (-1, pieces[1])])
-            gside = (_side(g, fns, d, False), _side(g, fns, d, True))
-            gl, gu = (outward(max(_extreme(gside[0], cube, False), ivs[0][0] - ivs[1][1]), False),
-                      outward(min(_extreme(gside[1], cube, True), ivs[0][1] - ivs[1][0]), True))
-            gaps[k] = (gl, gu)
-            if gl >= 0 or gu <= 0:
-                below, above = sides[0 if gl >= 0 else 1]
-            else:                           # z = b + max(h, 0), b the piece of narrower range, h = ±g
-                b = 0 if ivs[0][1] - ivs[0][0] <= ivs[1][1] - ivs[1][0] else 1
-                hl, hu, h = (-gu, -gl, (-1, gside[0])) if b == 0 else (gl, gu, (1, gside[1]))
-                s = min(outward(hu / (hu - hl), True), Fraction(1))
-                t = outward(max(-s * hl, hu - s * hu), True)
-                above = _linear([(Fraction(1), sides[b][1]), (h[0] * s, h[1]), (t, (1, [0] * d + [1]))], d)
-        lo = max(max(a for a, _ in ivs), _extreme(below, cube, False))
-        hi = max(b for _, b in ivs) if above is None else min(max(b for _, b in ivs), _extreme(above, cube, True))
-        lo, hi = outward(lo, False), outward(hi, True)
-        bounds.append((lo, hi))
-        fns.append((below, above or (hi.denominator, [0] * d + [hi.numerator])))
-    return bounds, gaps
-
-
-class LeafRows:
-    """The rows ``(g, "ge")`` of a leaf, in the order of docs/spec.md §8, each built when first read: the
-    box (x_i − l_i, u_i − x_i), then per node z_k: z_k − L_k, U_k − z_k, and for a max node z_k − p for
-    each piece p and, with two pieces p, q (g = p − q in [gl, gu]), p − z_k if gl ≥ 0, else q − z_k if
-    gu ≤ 0, else the chord q + gu (g − gl) / (gu − gl) − z_k; then the atoms."""
-
-    def __init__(self, F: Forms, cube: list, atoms: list):
-        self.F, self.cube, self.atoms = F, cube, atoms
-        self.bounds, self.gaps = node_bounds(F, cube)
-        self.slots = [(None, j) for j in range(2 * F.d)]          # (node, slot in its group) per row
-        for k, (kind, data) in enumerate(F.nodes):
-            self.slots += [(k, j) for j in range(2 + (len(data) + (len(data) == 2) if kind == "max" else 0))]
-        self.slots += [(-1, j) for j in range(len(atoms))]
-        self.built: dict = {}
-
-    def __len__(self) -> int:
-        return len(self.slots)
-
-    def __getitem__(self, i: int) -> tuple:
-        if i not in self.built:
-            self.built[i] = (self._row(*self.slots[i]), "ge")
-        return self.built[i]
-
-    def _row(self, k, j) -> dict:
-        if k is None:
-            (lo, hi), x = self.cube[j // 2], j // 2
-            return {x: Fraction(1), ONE: -lo} if j % 2 == 0 else {x: Fraction(-1), ONE: hi}
-        if k == -1:
-            return self.atoms[j]
-        F, z = self.F, self.F.d + k
-        lo, hi = self.bounds[z]
-        if j < 2:
-            return {z: Fraction(1), ONE: -lo} if j == 0 else {z: Fraction(-1), ONE: hi}
-        pieces = [dict(p) for p in F.nodes[k][1]]
-        if j - 2 < len(pieces):
-            return combine([(1, {z: Fraction(1)}), (-1, pieces[j - 2])])
-        p, q = pieces
-        g = combine([(1, p), (-1, q)])
-        gl, gu = self.gaps[k]
-        top = p if gl >= 0 else q if gu <= 0 else combine([(1, q), (gu / (gu - gl), g)], -gu * gl / (gu - gl))
-        return combine([(1, top), (-1, {z: Fraction(1)})])
-
-
-def farkas_sum(rows, w: dict) -> dict:
-    """Σ w_i g_i over the rows named in ``w``, exactly: each coefficient one integer sum over its common
-    denominator (``checker.dot``), not one Fraction addition per term."""
-    terms: dict = {}
-    for i, q in w.items():
-        for k, a in rows[i][0].items():
-            terms.setdefault(k, []).append((q, a))
-    return {k: v for k, pairs in terms.items() if (v := dot(pairs))}
-
-
-def excess(rows: "LeafRows", w: dict) -> Fraction | None:
-    """The maximum of r = Σ w_i g_i over the variables' bounds of the leaf (each coefficient of r at
-    the end of its variable's interval that its sign points to, ``LeafRows.bounds``), or None when a
-    multiplier is negative.  Negative: no point meets every row (Farkas, with the rows x − l, u − x,
-    z − L, U − z taken implicitly with the multipliers that cancel r's gradient)."""
-    if any(q < 0 for q in w.values()):
-        return None
-    total = farkas_sum(rows, w)
-    ends = [(a, rows.bounds[k][a > 0]) for k, a in total.items() if k != ONE]
-    return total.get(ONE, Fraction(0)) + dot(ends)
-
-
-def infeasible(rows: "LeafRows", w: dict) -> bool:
-    value = excess(rows, w)
-    return value is not None and value < 0
 
 
 def sha256_file(path) -> str:

@@ -5,10 +5,10 @@ The search runs in floating point and decides nothing.  Per disjunct of the prop
 and linear atoms over X and Y, ``importers.vnnlib``) it first looks for a violating point (random
 points, then finite-difference ascent of the least atom's value); then it splits the box at
 coordinate hyperplanes, depth first.  On a cell it bounds every node of the network by intervals
-and solves the leaf's linear relaxation (``verify_cert.LeafRows``: the rows the checker writes)
+and solves the leaf's linear relaxation (``relax.LeafRows``: the rows the checker writes)
 with HiGHS, as ``min t`` over ``g(v) + t ≥ 0``: when ``t* > 0`` the LP's dual multipliers are a
 Farkas witness of infeasibility in floating point.  They are rounded to dyadic rationals and the
-leaf is closed only when the checker's own exact test accepts them (``verify_cert.infeasible``:
+leaf is closed only when the checker's own exact test accepts them (``relax.infeasible``:
 the combination computed with ``fractions``, the gradient left by rounding taken at the variables'
 bounds); a witness that fails exactly splits the cell again.  A point the LP or the sampling proposes is a counterexample only once the exact
 model (``exactform.models``) puts it in the box and makes every atom true.
@@ -27,7 +27,8 @@ from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
 
 from ..checker.equiv import Forms, outputs, read_model
-from ..checker.verify_cert import CLAIM, KIND, LeafRows, atom_form, infeasible, loosened, statement
+from ..checker.relax import LeafRows, infeasible
+from ..checker.verify_cert import CLAIM, KIND, atom_form, loosened, statement
 from ..checker.reader import FORMAT, ONE, combine
 from ..checker.vnnlib import rows
 from ..numbers import format_rational
@@ -104,7 +105,7 @@ class Disjunct:
         return np.stack([V[:, i] @ a + c for i, a, c in self.atom_floats], axis=1).min(axis=1)
 
     def bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
-        """``verify_cert.node_bounds`` in floating point (no outward rounding: a guide only)."""
+        """``relax.node_bounds`` in floating point (no outward rounding: a guide only)."""
         d = self.d
         n = d + self.N
         LO, UP = np.zeros((n, d + 1)), np.zeros((n, d + 1))
@@ -200,7 +201,7 @@ class Disjunct:
     def witness(self, cube: list, multipliers) -> dict | None:
         """An exact Farkas witness of the leaf's rows from float multipliers (``{row: q}``), or None:
         the multipliers rounded to a common 40-bit dyadic denominator, kept when the checker's test
-        (``verify_cert.infeasible``: ``Σ w_i g_i`` exactly, its gradient's rounding residue taken at the
+        (``relax.infeasible``: ``Σ w_i g_i`` exactly, its gradient's rounding residue taken at the
         variables' bounds) shows the rows infeasible."""
         rows = LeafRows(self.F, cube, self.forms)
         top = float(multipliers.max())

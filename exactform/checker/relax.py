@@ -1,0 +1,259 @@
+"""The linear relaxation of a node table on a box — the rows a leaf of claims V1 and E1 is proved
+infeasible against — written with ``fractions`` only (docs/spec.md §8, docs/equiv.md).
+
+``LeafRows(F, cube, atoms, pairs)``: over the lifted variables (x, one per node of ``F``), rows
+``g ≥ 0`` that hold at (x, the nodes' values) for every x in ``cube``: the box, every node's bounds,
+its pieces, the chord of a two-piece max, and for each *pair* of nodes (a max of model A and the max
+built at the same position in model B) affine functions of x below and above their difference
+(ReluDiff's differential bounds, so that a network and its quantised copy cancel); then the atoms.
+``infeasible(rows, w)``: Farkas' lemma with the bound rows left implicit."""
+from __future__ import annotations
+
+import math
+import operator
+from fractions import Fraction
+
+from .reader import ONE, combine, dot
+
+BITS = 40                   # significant bits of the dyadic numbers the bound propagation rounds to
+
+
+def outward(q: Fraction, up: bool) -> Fraction:
+    """q rounded up (``up``) or down to a dyadic rational of ``BITS`` significant bits, so that bounds
+    stay bounds and their sizes stay small."""
+    if not q:
+        return q
+    k = BITS - (abs(q.numerator).bit_length() - q.denominator.bit_length())
+    num, den = (q.numerator << k, q.denominator) if k >= 0 else (q.numerator, q.denominator << -k)
+    n = -(-num // den) if up else num // den
+    return Fraction(n, 1 << k) if k >= 0 else Fraction(n << -k)
+
+
+def _linear(terms: list, d: int) -> tuple:
+    """Σ a·f over ``terms = [(a, f)]`` for affine functions f = (denominator, [d + 1 numerators]) of x
+    (the last numerator the constant), summed over one common denominator."""
+    dens = [a.denominator * f[0] for a, f in terms]
+    D = max(dens, default=1) if all(n & (n - 1) == 0 for n in dens) else math.lcm(*dens)     # dyadic: the largest
+    ms = [a.numerator * (D // n) for (a, _), n in zip(terms, dens)]
+    nums = [sum(map(operator.mul, ms, column)) for column in zip(*(f[1] for _, f in terms))] if terms else [0] * (d + 1)
+    g = math.gcd(D, *nums)
+    return D // g, [v // g for v in nums]
+
+
+def _extreme(f: tuple, cube: list, up: bool) -> Fraction:
+    """max (``up``) or min of the affine function f over the box."""
+    den, nums = f
+    return (sum((v * cube[j][(v > 0) == up] for j, v in enumerate(nums[:-1]) if v), Fraction(0)) + nums[-1]) / den
+
+
+def _constant(q: Fraction, d: int) -> tuple:
+    return q.denominator, [0] * d + [q.numerator]
+
+
+def pairs(calls: list, mark: int) -> list:
+    """``[(a, s, b, t, P, Q)]``: the maxes built by the same call (``Forms.calls``) of model A (calls before
+    ``mark``) and of model B, with as many pieces, each a node of its own: ``s·z_a = max(P)``, ``t·z_b =
+    max(Q)``.  Any such pairing gives valid rows; the position makes it a tight one."""
+    A, B = calls[:mark], calls[mark:]
+    out, seen = [], set()
+    for (P, fa), (Q, fb) in zip(A, B) if len(A) == len(B) else ():
+        if len(P) == len(Q) and len(fa) == len(fb) == 1 and ONE not in fa and ONE not in fb:
+            (a, s), (b, t) = next(iter(fa.items())), next(iter(fb.items()))
+            if a < b and b not in seen:
+                seen.add(b)
+                out.append((a, s, b, t, P, Q))
+    return out
+
+
+def _side(form: dict, fns: list, d: int, up: bool, diffs: dict | None = None) -> tuple:
+    """An affine function of x below (above, ``up``) the form on the box, from the variables' functions;
+    with ``diffs`` (``{b: (a, s, t, functions of s·z_a − t·z_b)}``), ``c_a·z_a + c_b·z_b`` is first written
+    ``(c_a/s)·(s·z_a − t·z_b) + (c_a·t/s + c_b)·z_b``, so a pair's difference is bounded as one."""
+    terms, extra = dict(form), []
+    for b in [k for k in terms if diffs and k in diffs]:
+        a, s, t, fn = diffs[b]
+        if a in terms:
+            c = terms.pop(a) / s
+            extra.append((c, fn[(c > 0) == up]))
+            if rest := c * t + terms[b]:
+                terms[b] = rest
+            else:
+                del terms[b]
+    const = terms.pop(ONE, Fraction(0))
+    return _linear([(a, fns[k][(a > 0) == up]) for k, a in terms.items()] + extra +
+                   ([(const, (1, [0] * d + [1]))] if const else []), d)
+
+
+def _hinge(h: tuple, hl: Fraction, hu: Fraction, d: int) -> tuple:
+    """Affine functions of x below min(h, 0) and above max(h, 0), for h between the functions ``h`` on
+    the box with h in [hl, hu]: the chords through the ends, slopes rounded up."""
+    if hl >= 0:
+        return (1, [0] * (d + 1)), h[1]
+    if hu <= 0:
+        return h[0], (1, [0] * (d + 1))
+    s, r = outward(hu / (hu - hl), True), outward(-hl / (hu - hl), True)
+    return (_linear([(r, h[0]), (-r * hu, (1, [0] * d + [1]))], d),
+            _linear([(s, h[1]), (-s * hl, (1, [0] * d + [1]))], d))
+
+
+def _winner(F, k: int, s: Fraction, P: list, gap: tuple) -> int | None:
+    """The index in ``P`` (the pieces of ``s·z_k = max(P)``) of the piece node k takes on the whole box
+    by its gap's sign, or None."""
+    gl, gu = gap
+    if gl < 0 < gu:
+        return None
+    piece = dict(F.nodes[k][1][0 if gl >= 0 else 1])
+    return next((i for i, p in enumerate(P) if {v: a / s for v, a in p.items()} == piece), None)
+
+
+def node_bounds(F, cube: list, pairs: list = ()) -> tuple[list, dict, dict]:
+    """Bounds of every variable of ``F`` over the box ``cube`` (inputs first, then nodes in order), per
+    two-piece max node the bounds [gl, gu] of g = p − q, and per pair (``pairs``, by index) affine
+    functions of x below and above ``s·z_a − t·z_b``, by forward symbolic propagation: each variable has
+    an affine function of x below it and one above it on the box (an input is its own).
+    A form's functions take each variable's lower or upper function by the sign of its coefficient; a
+    node's bounds are those functions' min and max over the box, meet the interval of its pieces'
+    bounds, rounded outward to ``BITS`` bits.  Max node z of pieces p_i: below, the p_j of largest
+    l_j + u_j; above, with two pieces: p's function if gl ≥ 0, q's if gu ≤ 0, else, writing z = b + max(h, 0)
+    with b the piece of narrower range (h = q − p for b = p, h = g for b = q; [hl, hu] its bounds),
+    b's upper function plus s·(h's upper function) + t, with s = hu / (hu − hl) rounded up (at most 1)
+    and t = max(−s·hl, hu − s·hu) rounded up (a line over max(h, 0) on [hl, hu]); with more pieces,
+    the constant max u_i.
+    A hardmax node (an average of values) has constant functions at the least lower and the largest
+    upper bound of its values.
+    A pair with two pieces, δ_i = P_i − Q_i (each δ written through the earlier pairs' differences):
+    ``max P − max Q`` lies between min_i δ_i and max_i δ_i, and ``max(δ_0, δ_1) = δ_1 + max(h, 0)``,
+    ``min(δ_0, δ_1) = δ_1 + min(h, 0)`` with h = δ_0 − δ_1 bounded by ``_hinge``; when both nodes are
+    fixed on the box to the same piece j, the difference is δ_j."""
+    d = len(cube)
+    unit = [(1, [0] * j + [1] + [0] * (d - j)) for j in range(d)]
+    fns = [(u, u) for u in unit]
+    bounds, gaps, diffs, of_b = list(cube), {}, {}, {p[2]: j for j, p in enumerate(pairs) if len(p[4]) == 2}
+    sides_of: dict = {}
+    for k, (kind, data) in enumerate(F.nodes):
+        pieces = [dict(p if kind == "max" else p[1]) for p in data]
+        sides = [(_side(p, fns, d, False), _side(p, fns, d, True)) for p in pieces]
+        ivs = [(_extreme(lo, cube, False), _extreme(hi, cube, True)) for lo, hi in sides]
+        if kind != "max":
+            lo, hi = outward(min(a for a, _ in ivs), False), outward(max(b for _, b in ivs), True)
+            bounds.append((lo, hi))
+            fns.append((_constant(lo, d), _constant(hi, d)))
+            continue
+        j = max(range(len(pieces)), key=lambda i: ivs[i][0] + ivs[i][1])
+        below, above = sides[j][0], None
+        if len(pieces) == 2:
+            g = combine([(1, pieces[0]), (-1, pieces[1])])
+            gside = (_side(g, fns, d, False), _side(g, fns, d, True))
+            gl, gu = (outward(max(_extreme(gside[0], cube, False), ivs[0][0] - ivs[1][1]), False),
+                      outward(min(_extreme(gside[1], cube, True), ivs[0][1] - ivs[1][0]), True))
+            gaps[k] = (gl, gu)
+            if gl >= 0 or gu <= 0:
+                below, above = sides[0 if gl >= 0 else 1]
+            else:                           # z = b + max(h, 0), b the piece of narrower range, h = ±g
+                b = 0 if ivs[0][1] - ivs[0][0] <= ivs[1][1] - ivs[1][0] else 1
+                hl, hu, h = (-gu, -gl, (-1, gside[0])) if b == 0 else (gl, gu, (1, gside[1]))
+                s = min(outward(hu / (hu - hl), True), Fraction(1))
+                t = outward(max(-s * hl, hu - s * hu), True)
+                above = _linear([(Fraction(1), sides[b][1]), (h[0] * s, h[1]), (t, (1, [0] * d + [1]))], d)
+        lo = max(max(a for a, _ in ivs), _extreme(below, cube, False))
+        hi = max(b for _, b in ivs) if above is None else min(max(b for _, b in ivs), _extreme(above, cube, True))
+        lo, hi = outward(lo, False), outward(hi, True)
+        bounds.append((lo, hi))
+        fns.append((below, above or _constant(hi, d)))
+        if (z := d + k) in of_b:
+            a, s, b, t, P, Q = pairs[of_b[z]]
+            delta = [combine([(1, p), (-1, q)]) for p, q in zip(P, Q)]
+            fixed = [_winner(F, var - d, r, P if var == a else Q, gaps[var - d]) for var, r in ((a, s), (b, t))]
+            if fixed[0] is not None and fixed[0] == fixed[1]:
+                fn = tuple(_side(delta[fixed[0]], fns, d, up, diffs) for up in (False, True))
+            else:
+                h = combine([(1, delta[0]), (-1, delta[1])])
+                hf = (_side(h, fns, d, False, diffs), _side(h, fns, d, True, diffs))
+                low, high = _hinge(hf, outward(_extreme(hf[0], cube, False), False),
+                                   outward(_extreme(hf[1], cube, True), True), d)
+                base = [_side(delta[1], fns, d, up, diffs) for up in (False, True)]
+                fn = (_linear([(Fraction(1), base[0]), (Fraction(1), low)], d),
+                      _linear([(Fraction(1), base[1]), (Fraction(1), high)], d))
+            diffs[z] = (a, s, t, fn)
+            sides_of[of_b[z]] = fn
+    return bounds, gaps, sides_of
+
+
+class LeafRows:
+    """The rows ``(g, "ge")`` of a leaf, in the order of docs/spec.md §8, each built when first read: the
+    box (x_i − l_i, u_i − x_i), then per node z_k: z_k − L_k, U_k − z_k, and for a max node z_k − p for
+    each piece p and, with two pieces p, q (g = p − q in [gl, gu]), p − z_k if gl ≥ 0, else q − z_k if
+    gu ≤ 0, else the chord q + gu (g − gl) / (gu − gl) − z_k; then per pair (a, s, b, t) of two-piece
+    nodes, ``Δ − lo(x)`` and ``hi(x) − Δ`` for Δ = s·z_a − t·z_b; then the atoms."""
+
+    def __init__(self, F, cube: list, atoms: list, pairs: list = ()):
+        self.F, self.cube, self.atoms, self.pairs = F, cube, atoms, pairs
+        self.bounds, self.gaps, self.diffs = node_bounds(F, cube, pairs)
+        self.slots = [(None, j) for j in range(2 * F.d)]          # (node, slot in its group) per row
+        for k, (kind, data) in enumerate(F.nodes):
+            self.slots += [(k, j) for j in range(2 + (len(data) + (len(data) == 2) if kind == "max" else 0))]
+        self.slots += [(-2, j) for j in range(2 * len(self.diffs))]
+        self.slots += [(-1, j) for j in range(len(atoms))]
+        self.built: dict = {}
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def __getitem__(self, i: int) -> tuple:
+        if i not in self.built:
+            self.built[i] = (self._row(*self.slots[i]), "ge")
+        return self.built[i]
+
+    def _row(self, k, j) -> dict:
+        d = self.F.d
+        if k is None:
+            (lo, hi), x = self.cube[j // 2], j // 2
+            return {x: Fraction(1), ONE: -lo} if j % 2 == 0 else {x: Fraction(-1), ONE: hi}
+        if k == -1:
+            return self.atoms[j]
+        if k == -2:
+            n = sorted(self.diffs)[j // 2]
+            a, s, b, t = self.pairs[n][:4]
+            den, nums = self.diffs[n][j % 2]
+            fn = {i: Fraction(v, den) for i, v in enumerate(nums[:-1]) if v} | {ONE: Fraction(nums[-1], den)}
+            sign = 1 if j % 2 == 0 else -1
+            return combine([(sign, {a: s, b: -t}), (-sign, fn)])
+        F, z = self.F, d + k
+        lo, hi = self.bounds[z]
+        if j < 2:
+            return {z: Fraction(1), ONE: -lo} if j == 0 else {z: Fraction(-1), ONE: hi}
+        pieces = [dict(p) for p in F.nodes[k][1]]
+        if j - 2 < len(pieces):
+            return combine([(1, {z: Fraction(1)}), (-1, pieces[j - 2])])
+        p, q = pieces
+        g = combine([(1, p), (-1, q)])
+        gl, gu = self.gaps[k]
+        top = p if gl >= 0 else q if gu <= 0 else combine([(1, q), (gu / (gu - gl), g)], -gu * gl / (gu - gl))
+        return combine([(1, top), (-1, {z: Fraction(1)})])
+
+
+def farkas_sum(rows, w: dict) -> dict:
+    """Σ w_i g_i over the rows named in ``w``, exactly: each coefficient one integer sum over its common
+    denominator (``checker.dot``), not one Fraction addition per term."""
+    terms: dict = {}
+    for i, q in w.items():
+        for k, a in rows[i][0].items():
+            terms.setdefault(k, []).append((q, a))
+    return {k: v for k, pairs in terms.items() if (v := dot(pairs))}
+
+
+def excess(rows: "LeafRows", w: dict) -> Fraction | None:
+    """The maximum of r = Σ w_i g_i over the variables' bounds of the leaf (each coefficient of r at
+    the end of its variable's interval that its sign points to, ``LeafRows.bounds``), or None when a
+    multiplier is negative.  Negative: no point meets every row (Farkas, with the rows x − l, u − x,
+    z − L, U − z taken implicitly with the multipliers that cancel r's gradient)."""
+    if any(q < 0 for q in w.values()):
+        return None
+    total = farkas_sum(rows, w)
+    ends = [(a, rows.bounds[k][a > 0]) for k, a in total.items() if k != ONE]
+    return total.get(ONE, Fraction(0)) + dot(ends)
+
+
+def infeasible(rows: "LeafRows", w: dict) -> bool:
+    value = excess(rows, w)
+    return value is not None and value < 0
