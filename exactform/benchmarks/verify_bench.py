@@ -36,6 +36,7 @@ column reads ``marabou: not installed``.  ``--quick`` runs two tiny hand-made in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -148,9 +149,9 @@ def tiny(folder: Path) -> list[Instance]:
 # --- running one process under a CPU limit -------------------------------------------------------
 
 def limited(argv: list[str], seconds: int, log: Path, cwd: Path | None = None) -> tuple[int | None, float, float]:
-    """``(exit status, CPU s, wall s)`` of ``argv`` run with ``RLIMIT_CPU``; the status is ``None`` when
-    the process was stopped at a limit (``SIGXCPU``, or killed at the wall limit), negative when
-    another signal ended it."""
+    """``(exit status, CPU s, wall s)`` of ``argv`` run with ``RLIMIT_CPU`` in its own process group
+    (the group killed when a limit or signal stops it); the status is ``None`` when the process was stopped at
+    a limit (``SIGXCPU``, or killed at the wall limit), negative when another signal ended it."""
     def limit():
         resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -161,9 +162,11 @@ def limited(argv: list[str], seconds: int, log: Path, cwd: Path | None = None) -
         try:
             code = child.wait(WALL_FACTOR * seconds + WALL_GRACE)
         except subprocess.TimeoutExpired:
-            os.killpg(child.pid, 9)
-            child.wait()
             code = None
+        if code is None or code < 0:        # stopped: its workers too
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, 9)
+            child.wait()
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
