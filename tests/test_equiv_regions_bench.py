@@ -5,7 +5,11 @@ import csv
 import json
 import random
 import struct
+import subprocess
+import sys
 from fractions import Fraction
+
+import pytest
 
 from exactform.benchmarks import equiv_regions as er
 from exactform.benchmarks.equiv_bench import ACAS, float16
@@ -119,3 +123,19 @@ def test_the_milp_peer_reads_and_evaluates_exactly(tmp_path):
     x = [Fraction(1, 3), Fraction(-2, 7)]
     assert milp_equiv.evaluate(pa, x) == a(x) and milp_equiv.evaluate(pb, x) == b(x)
     assert milp_equiv.difference(pa, pb, x) == abs(a(x)[0] - b(x)[0]) > 0
+
+
+def test_equiv_names_this_benchmark(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "exactform.benchmarks", "equiv", "--pairs-only", "--milp-venv",
+                           str(tmp_path / "absent"), "--results", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0 and "milp peer: skipped" in done.stdout
+    assert (tmp_path / "equiv_regions.md").is_file()
+
+
+def test_bad_options_are_usage_errors(capsys):
+    for bad in (["--properties", "2"], ["--networks", "6_1"], ["--scale", "2"], ["--epsilons", "0"],
+                ["--epsilons", "x"]):
+        with pytest.raises(SystemExit) as stop:
+            er.main(bad)
+        assert stop.value.code == 2
+    assert "Traceback" not in capsys.readouterr().err

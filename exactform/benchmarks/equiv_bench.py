@@ -86,7 +86,7 @@ def _moved(net: MaxoutNet, delta: Fraction) -> MaxoutNet:
     return MaxoutNet(net.domain, net.layers, weight, net.readout_bias)
 
 
-def _quantised(net: MaxoutNet, step: Fraction) -> MaxoutNet:
+def quantised(net: MaxoutNet, step: Fraction) -> MaxoutNet:
     """Every weight and bias rounded to the nearest multiple of ``step``."""
     r = lambda v: [r(x) for x in v] if isinstance(v, list) else round(v / step) * step  # noqa: E731
     return MaxoutNet(net.domain, [MaxoutLayer(r(l.weight), r(l.bias)) for l in net.layers],
@@ -165,7 +165,7 @@ def run() -> None:
                      f"different, {json.loads(printed)['splits']} splits (issue 26: no answer in 300 s before)"])
         rank4 = random_net(random.Random(0), [3, 6, 6], max_rank=4, outputs=1)
         write_json(path("r4.json"), rank4.to_json())
-        write_json(path("r4q.json"), _quantised(rank4, Fraction(1, 3)).to_json())
+        write_json(path("r4q.json"), quantised(rank4, Fraction(1, 3)).to_json())
         seconds, printed = timed(["equiv", path("r4.json"), path("r4q.json"), "--max-diff", "--json", "--workers", "1"])
         doc = json.loads(printed)
         rows.append(["3→6→6→1 rank-4 Maxout vs rounded to 1/3, --max-diff", f"{seconds:.2f}",

@@ -47,10 +47,10 @@ from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
 
-from exactform.benchmarks.equiv_bench import _quantised, float16
+from exactform.benchmarks.equiv_bench import quantised, float16
 from exactform.benchmarks.regions_bench import sawtooth
 from exactform.benchmarks.timing import table
-from exactform.benchmarks.verify_bench import DATA, NETWORKS, _last_json, _tail, limited
+from exactform.benchmarks.verify_bench import DATA, NETWORKS, last_json, tail, limited
 from exactform.formats import write_json
 from exactform.importers import import_network
 from exactform.importers.vnnlib import read_property
@@ -127,17 +127,18 @@ def run_instance(a: MaxoutNet, b: MaxoutNet, epsilon: str, folder: Path, exactfo
     files["cert"].unlink(missing_ok=True)
     box = list(zip(a.domain.lower, a.domain.upper))
     code, row.cpu_s, row.wall_s = limited(
-        exactform + ["equiv", str(files["a"]), str(files["b"]), "--domain", domain_text(box), "--tolerance", format_rational(parse_number(epsilon)),
-                     "--cert", str(files["cert"]), "--json", "--workers", str(workers), "--timeout", str(4 * timeout)],
+        exactform + ["equiv", str(files["a"]), str(files["b"]), "--domain", domain_text(box),
+                     "--tolerance", format_rational(parse_number(epsilon)), "--cert", str(files["cert"]), "--json",
+                     "--workers", str(workers), "--timeout", str(4 * timeout)],
         timeout, folder / "equiv.log")
     row.cpu_s, row.wall_s = round(row.cpu_s, 3), round(row.wall_s, 3)
     printed = (folder / "equiv.log").read_text(errors="replace")
-    doc = _last_json(printed)
+    doc = last_json(printed)
     if code is None or (code == 1 and doc is None and "--timeout" in printed):
         row.verdict, row.note = "timeout", "stopped at the limit"
         return row
     if doc is None or "within_tolerance" not in doc or code != (0 if doc["within_tolerance"] else 1):
-        row.verdict, row.note = "error", f"exit {code}: {_tail(printed)}"
+        row.verdict, row.note = "error", f"exit {code}: {tail(printed)}"
         return row
     row.leaves, row.splits = doc.get("leaves", ""), doc.get("splits", "")
     if not doc["within_tolerance"]:
@@ -149,7 +150,7 @@ def run_instance(a: MaxoutNet, b: MaxoutNet, epsilon: str, folder: Path, exactfo
                                                     "--b", str(files["b"])], 4 * timeout, folder / "check.log")
     row.checked, row.check_cpu_s = "yes" if code == 0 else "no", round(row.check_cpu_s, 3)
     if code != 0:
-        row.note = "certificate rejected: " + _tail((folder / "check.log").read_text(errors="replace"))
+        row.note = "certificate rejected: " + tail((folder / "check.log").read_text(errors="replace"))
     return row
 
 
@@ -163,13 +164,31 @@ def published() -> dict[tuple[str, str, str, str], tuple[str, float | None]]:
             (r["verdict"], float(r["seconds"]) if r["seconds"] else None) for r in rows}
 
 
+def _key(prop: str, epsilon: str) -> tuple[str, str]:
+    """``(property number, ε)`` as the published CSV writes them (``φ1``, ``1/20`` → ``1``, ``0.05``)."""
+    return prop.removeprefix("φ"), format(float(parse_number(epsilon)), "g")
+
+
 def _theirs(figures: dict, tool: str, prop: str, epsilon: str, networks: list[str]) -> str:
     """``proved / total, median s`` of ``tool`` on ``networks`` (undetermined counted at 1800 s)."""
-    got = [figures[k] for k in ((tool, prop, n, epsilon) for n in networks) if k in figures]
+    number, eps = _key(prop, epsilon)
+    got = [figures[k] for k in ((tool, number, n, eps) for n in networks) if k in figures]
     if not got:
         return "—"
     times = [s if s is not None else 1800.0 for _, s in got]
-    return f"{sum(v == 'proved' for v, _ in got)}/{len(got)}, median {statistics.median(times):.3g} s"
+    return f"{sum(v == 'proved' for v, _ in got)}/{len(got)}, median {_seconds(statistics.median(times))} s"
+
+
+def _their_instance(figures: dict, tool: str, row: Row) -> str:
+    """``tool``'s published seconds on ``row``'s instance, ``undetermined``, or ``—`` (not in their set)."""
+    number, eps = _key(row.property, row.epsilon)
+    verdict, seconds = figures.get((tool, number, row.network, eps), ("—", None))
+    return verdict if seconds is None else _seconds(seconds)
+
+
+def _seconds(x: float) -> str:
+    """Seconds to 3 significant digits, without an exponent."""
+    return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
 
 
 # --- the MILP peer on small pairs ----------------------------------------------------------------
@@ -178,7 +197,7 @@ def small_pairs() -> list[tuple[str, MaxoutNet, MaxoutNet]]:
     """A handful of small ReLU pairs: rounded weights, a permuted (equal) copy, float16, a sawtooth pair."""
     net = relu_net(random.Random(1), [2, 8, 8], outputs=1)
     two = relu_net(random.Random(3), [3, 8, 8], outputs=2)
-    return [("2→8→8→1 vs weights rounded to 1/64", net, _quantised(net, Fraction(1, 64))),
+    return [("2→8→8→1 vs weights rounded to 1/64", net, quantised(net, Fraction(1, 64))),
             ("2→8→8→1 vs units permuted (equal)", net, permuted(net, random.Random(2))),
             ("3→8→8→2 vs float16 weights", two, float16(two)),
             ("sawtooth depth 5 vs depth 6, [0, 1]", sawtooth(5), sawtooth(6))]
@@ -198,10 +217,10 @@ def run_pairs(folder: Path, exactform: list[str], venv: Path, timeout: int) -> t
         write_json(str(fb), b.to_json())
         code, ours_s, _ = limited(exactform + ["equiv", str(fa), str(fb), "--max-diff", "--json", "--workers", "1"],
                                   timeout, folder / "maxdiff.log")
-        ours = _last_json((folder / "maxdiff.log").read_text(errors="replace")) if code == 0 else None
+        ours = last_json((folder / "maxdiff.log").read_text(errors="replace")) if code == 0 else None
         code, theirs_s, _ = limited([str(python), str(PEER), str(fa), str(fb), "--time-limit", str(timeout)],
                                     timeout, folder / "milp.log")
-        theirs = _last_json((folder / "milp.log").read_text(errors="replace")) if code == 0 else None
+        theirs = last_json((folder / "milp.log").read_text(errors="replace")) if code == 0 else None
         exact = parse_rational(ours["max_diff"]) if ours else None
         at_point = parse_rational(theirs["exact_at_point"]) if theirs and theirs["exact_at_point"] else None
         if exact is not None and at_point is not None and at_point > exact:
@@ -219,6 +238,35 @@ def run_pairs(folder: Path, exactform: list[str], venv: Path, timeout: int) -> t
 
 
 # --- the run -------------------------------------------------------------------------------------
+
+def run_regions(args, networks: list[str], folder: Path, results: Path, command: str,
+                figures: dict) -> tuple[list[Row], list[str]]:
+    """Every (φ, network, ε) instance, each row written to ``results/equiv_regions.csv`` as it comes."""
+    exactform, scale = shlex.split(args.exactform), parse_number(args.scale)
+    shrunk = "" if scale == 1 else f" scaled by {args.scale} about their centres (NOT the benchmark)"
+    print(f"{command}\nthe φ regions{shrunk}; outputs compared: {args.outputs}; "
+          f"limit {args.timeout} CPU s per instance", flush=True)
+    rows, misses = [], []
+    with open(results / "equiv_regions.csv", "w", newline="") as f:
+        f.write(f"# {command}\n")
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow([x.name for x in fields(Row)])
+        for prop in args.properties.split(","):
+            box = region(int(prop), scale)
+            for n in networks:
+                a, b = pair(Path(args.networks_dir) / f"ACASXU_run2a_{n}_batch_2000.onnx", box,
+                            None if args.outputs == "all" else [0])
+                for eps in args.epsilons.split(","):
+                    row = run_instance(a, b, eps, folder, exactform, args.timeout, args.workers,
+                                       Row(n, f"φ{prop}", eps, ""))
+                    rows.append(row)
+                    if row.verdict == "error" or (row.verdict in ("proved", "counterexample") and row.checked != "yes"):
+                        misses.append(f"{n} φ{prop} ε={eps}: {row.verdict}, {row.note}")
+                    writer.writerow([getattr(row, x.name) for x in fields(Row)])
+                    f.flush()
+                    print(_line(row, figures), flush=True)
+    return rows, misses
+
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m exactform.benchmarks equiv", description=__doc__.split("\n")[0])
@@ -243,51 +291,30 @@ def main(argv: list[str]) -> int:
     parts.add_argument("--pairs-only", action="store_true", help="run only the small pairs")
     args = parser.parse_args(argv)
     command = "python -m exactform.benchmarks equiv " + " ".join(map(shlex.quote, argv))
-    exactform = shlex.split(args.exactform)
-    scale = parse_number(args.scale)
     networks = args.networks.split(",") if args.networks else NAMES
-    props, epsilons = args.properties.split(","), args.epsilons.split(",")
-    if not set(props) <= {"1", "3"} or not set(networks) <= set(NAMES) or not 0 < scale <= 1 \
-            or not all(parse_number(e) > 0 for e in epsilons):
+    try:
+        scale, epsilons = parse_number(args.scale), [parse_number(e) for e in args.epsilons.split(",")]
+    except ValueError as e:
+        parser.error(str(e))
+    if not set(args.properties.split(",")) <= {"1", "3"} or not set(networks) <= set(NAMES) \
+            or not 0 < scale <= 1 or not all(e > 0 for e in epsilons):
         parser.error("properties are 1 and 3, networks a_b with a in 1..5 and b in 1..9, 0 < scale ≤ 1, ε > 0")
+    if not args.pairs_only and not all((Path(args.networks_dir) / f"ACASXU_run2a_{n}_batch_2000.onnx").is_file()
+                                       for n in networks):
+        print(f"equiv: skipped, it needs the ACAS Xu networks in {args.networks_dir} (--networks-dir DIR)")
+        return 0
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
-    onnx = {n: Path(args.networks_dir) / f"ACASXU_run2a_{n}_batch_2000.onnx" for n in networks}
-    rows: list[Row] = []
-    misses: list[str] = []
+    figures = published()
+    rows, misses, pair_rows = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
         if not args.pairs_only:
-            if not all(p.is_file() for p in onnx.values()):
-                print(f"equiv: skipped, it needs the ACAS Xu networks in {args.networks_dir} (--networks-dir DIR)")
-                return 0
-            print(f"{command}\nregions{'' if scale == 1 else f' scaled by {args.scale} about their centres (NOT the benchmark)'}"
-                  f"; outputs compared: {args.outputs}; limit {args.timeout} CPU s per instance", flush=True)
-            with open(results / "equiv_regions.csv", "w", newline="") as f:
-                f.write(f"# {command}\n")
-                writer = csv.writer(f, lineterminator="\n")
-                writer.writerow([x.name for x in fields(Row)])
-                for prop in props:
-                    box = region(int(prop), scale)
-                    for n in networks:
-                        a, b = pair(onnx[n], box, None if args.outputs == "all" else [0])
-                        for eps in epsilons:
-                            row = run_instance(a, b, eps, folder, exactform, args.timeout, args.workers,
-                                               Row(n, f"φ{prop}", eps, ""))
-                            rows.append(row)
-                            if row.verdict == "error" or (row.verdict in ("proved", "counterexample")
-                                                          and row.checked != "yes"):
-                                misses.append(f"{n} φ{prop} ε={eps}: {row.verdict}, {row.note}")
-                            writer.writerow([getattr(row, x.name) for x in fields(Row)])
-                            f.flush()
-                            print(f"{n} φ{prop} ε={eps}: {row.verdict} {row.cpu_s:.2f} s, {row.leaves} leaves, "
-                                  f"checked {row.checked} {row.check_cpu_s and f'{row.check_cpu_s:.2f} s'} {row.note}",
-                                  flush=True)
-        pair_rows = [] if args.no_pairs else None
-        if pair_rows is None:
-            pair_rows, missed = run_pairs(folder, exactform, Path(args.milp_venv), args.pair_timeout)
+            rows, misses = run_regions(args, networks, Path(tmp), results, command, figures)
+        if not args.no_pairs:
+            pair_rows, missed = run_pairs(Path(tmp), shlex.split(args.exactform), Path(args.milp_venv),
+                                          args.pair_timeout)
             misses += missed
-    report = _report(command, rows, scale, args, pair_rows)
+    report = _report(command, rows, scale, args, pair_rows, figures)
     print("\n" + report)
     (results / "equiv_regions.md").write_text(report + "\n")
     (results / "equiv_regions.json").write_text(json.dumps(
@@ -297,28 +324,41 @@ def main(argv: list[str]) -> int:
     return 1 if misses else 0
 
 
-def _report(command: str, rows: list[Row], scale: Fraction, args, pair_rows: list[list]) -> str:
+def _line(row: Row, figures: dict) -> str:
+    """One instance as it finishes, NeuroDiff's published figure beside."""
+    done = [f"{row.network} {row.property} ε={row.epsilon}: {row.verdict}, {row.cpu_s:.2f} cpu s"]
+    done += [f"{row.leaves} leaves"] if row.leaves != "" else []
+    done += [f"checked: {row.checked}" + (f" ({row.check_cpu_s:.2f} s)" if row.check_cpu_s != "" else "")]
+    done += [row.note] if row.note else []
+    theirs = _their_instance(figures, "NeuroDiff", row)
+    return ", ".join(done) + f"; NeuroDiff: {theirs}{' s' if theirs[0].isdigit() else ''}"
+
+
+def _report(command: str, rows: list[Row], scale: Fraction, args, pair_rows: list[list], figures: dict) -> str:
     lines = [f"Command: `{command}`", ""]
     if rows:
-        figures = published()
         summary = []
         for (prop, eps) in dict.fromkeys((r.property, r.epsilon) for r in rows):
             mine = [r for r in rows if (r.property, r.epsilon) == (prop, eps)]
-            nets = [r.network for r in mine]
             proved = [r for r in mine if r.verdict == "proved"]
             at_limit = [r.cpu_s if r.verdict in ("proved", "counterexample") else max(r.cpu_s, args.timeout)
                         for r in mine]
-            key = (prop[1:], format(float(parse_number(eps)), "g"))
+            nets = [r.network for r in mine]
             summary.append([prop, eps, f"{len(proved)}/{len(mine)}",
                             sum(r.verdict == "counterexample" for r in mine), sum(r.verdict == "timeout" for r in mine),
-                            f"{statistics.median(at_limit):.3g}",
-                            f"{statistics.median(r.check_cpu_s for r in proved):.3g}" if proved else "—",
-                            _theirs(figures, "NeuroDiff", key[0], key[1], nets),
-                            _theirs(figures, "ReluDiff+", key[0], key[1], nets)])
+                            _seconds(statistics.median(at_limit)),
+                            _seconds(statistics.median(r.check_cpu_s for r in proved)) if proved else "—",
+                            _theirs(figures, "NeuroDiff", prop, eps, nets),
+                            _theirs(figures, "ReluDiff+", prop, eps, nets)])
+        instances = [[r.network, r.property, r.epsilon, r.verdict, f"{r.cpu_s:.2f}", r.leaves, r.checked,
+                      r.check_cpu_s and f"{r.check_cpu_s:.2f}", _their_instance(figures, "NeuroDiff", r),
+                      _their_instance(figures, "ReluDiff+", r)] for r in rows]
         where = "the regions" if scale == 1 else f"the regions scaled by {args.scale} (not the benchmark)"
         lines += [f"exactform on {where}, outputs compared: {args.outputs}, limit {args.timeout} CPU s; "
                   "NeuroDiff / ReluDiff+ as published (their artifact's logs, floating point, 12 threads, 1800 s, "
                   "the full regions, output 0; their float16 copies):", "",
+                  table(["network", "φ", "ε", "exactform", "cpu s", "leaves", "checked", "check cpu s",
+                         "NeuroDiff s", "ReluDiff+ s"], instances), "",
                   table(["φ", "ε", "proved", "counterex.", "timeout", "median cpu s (timeouts at limit)",
                          "median check s", "NeuroDiff", "ReluDiff+"], summary), ""]
     if pair_rows:

@@ -185,9 +185,9 @@ def run_exactform(inst: Instance, tmp: Path, exactform: list[str], workers: int)
     printed = log.read_text(errors="replace")
     if code is None:
         return Result("timeout", cpu, wall, note="stopped at the limit")
-    doc = _last_json(printed)
+    doc = last_json(printed)
     if doc is None or "verdict" not in doc:
-        return Result("error", cpu, wall, note=_tail(printed))
+        return Result("error", cpu, wall, note=tail(printed))
     verdict = doc["verdict"]
     expected = {"unsat": 0, "sat": 1, "timeout": 3, "unknown": 3}.get(verdict)
     if expected != code:
@@ -200,7 +200,7 @@ def run_exactform(inst: Instance, tmp: Path, exactform: list[str], workers: int)
             return Result(verdict, cpu, wall, "no", "exactform check did not finish")
         ok = checked.returncode == 0
         return Result(verdict, cpu, wall, "yes" if ok else "no",
-                      "" if ok else "certificate rejected: " + _tail(checked.stdout + checked.stderr))
+                      "" if ok else "certificate rejected: " + tail(checked.stdout + checked.stderr))
     if verdict == "sat":
         try:
             assignment = read_assignment(ce.read_text())
@@ -211,7 +211,8 @@ def run_exactform(inst: Instance, tmp: Path, exactform: list[str], workers: int)
     return Result(verdict, cpu, wall)
 
 
-def _last_json(text: str) -> dict | None:
+def last_json(text: str) -> dict | None:
+    """The last line of ``text`` that is JSON, when it is an object (what ``--json`` printed)."""
     for line in reversed(text.strip().splitlines()):
         try:
             doc = json.loads(line)
@@ -221,7 +222,8 @@ def _last_json(text: str) -> dict | None:
     return None
 
 
-def _tail(text: str) -> str:
+def tail(text: str) -> str:
+    """The last line of ``text``, cut to 200 characters (a process's error, for a table's note)."""
     lines = text.strip().splitlines()
     return lines[-1][:200] if lines else "(nothing printed)"
 
@@ -293,7 +295,7 @@ def run_marabou(inst: Instance, tmp: Path, binary: Path, prove: bool, workers: i
     words = summary.read_text().split() if summary.exists() else []
     verdict = _MARABOU_VERDICT.get(words[0] if words else "", "error")
     printed = log.read_text(errors="replace")
-    result = Result(verdict, cpu, wall, note="" if verdict != "error" else _tail(printed))
+    result = Result(verdict, cpu, wall, note="" if verdict != "error" else tail(printed))
     if verdict == "unsat" and prove:          # the proof-tree statistics of --prove-unsat (verbosity 1)
         leaves = re.search(r"certified leaves: (\d+)\s+Number of leaves to delegate: (\d+)", printed)
         result.checked = (f"float self-check ({leaves[1]} leaves)" if leaves and leaves[2] == "0" and leaves[1] != "0"
