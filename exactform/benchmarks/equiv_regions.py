@@ -21,7 +21,7 @@ in the verify benchmark, ``verify_bench.limited``: the machine is shared; the pr
 stopped after 4× that in wall seconds).  A ``proved`` answer counts only when ``exactform check C.json
 --a A --b B`` accepts its certificate; a ``counterexample`` only when A and B evaluated exactly at its
 point differ by more than ε on the compared outputs; anything else is a miss (exit 1).  Rows are
-written to ``DIR/equiv_regions.csv`` as they come and with the summary to ``DIR/equiv_regions.json``
+written (``--results DIR``, default ``out/equiv-regions``) to ``DIR/equiv_regions.csv`` as they come and with the summary to ``DIR/equiv_regions.json``
 and ``DIR/equiv_regions.md``.
 
 NeuroDiff's figures (``data/neurodiff_acasxu/``, see its README) are floating-point runs with 12
@@ -279,7 +279,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--outputs", choices=["0", "all"], default="0",
                         help="compare output 0 as ReluDiff/NeuroDiff do (default), or all five")
     parser.add_argument("--workers", type=int, default=1, help="exactform's workers per instance (default 1)")
-    parser.add_argument("--results", metavar="DIR", default="equiv-results", help="where rows and summary go")
+    parser.add_argument("--results", metavar="DIR", default="out/equiv-regions",
+                        help="where rows and summary go (default out/equiv-regions)")
     parser.add_argument("--networks-dir", metavar="DIR", default=str(NETWORKS),
                         help="the 45 ACASXU_run2a_*_batch_2000.onnx (default: data/acasxu/ of the checkout)")
     parser.add_argument("--exactform", default=f"{shlex.quote(sys.executable)} -m exactform",
@@ -299,6 +300,8 @@ def main(argv: list[str]) -> int:
     if not set(args.properties.split(",")) <= {"1", "3"} or not set(networks) <= set(NAMES) \
             or not 0 < scale <= 1 or not all(e > 0 for e in epsilons):
         parser.error("properties are 1 and 3, networks a_b with a in 1..5 and b in 1..9, 0 < scale ≤ 1, ε > 0")
+    if Path(args.results).exists() and not Path(args.results).is_dir():
+        parser.error(f"--results {args.results}: not a folder")
     if not args.pairs_only and not all((Path(args.networks_dir) / f"ACASXU_run2a_{n}_batch_2000.onnx").is_file()
                                        for n in networks):
         print(f"equiv: skipped, it needs the ACAS Xu networks in {args.networks_dir} (--networks-dir DIR)")
