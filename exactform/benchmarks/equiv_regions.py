@@ -21,8 +21,8 @@ in the verify benchmark, ``verify_bench.limited``: the machine is shared; the pr
 stopped after 4× that in wall seconds).  A ``proved`` answer counts only when ``exactform check C.json
 --a A --b B`` accepts its certificate; a ``counterexample`` only when A and B evaluated exactly at its
 point differ by more than ε on the compared outputs; anything else is a miss (exit 1).  Rows are
-written (``--results DIR``, default ``out/equiv-regions``) to ``DIR/equiv_regions.csv`` as they come and with the summary to ``DIR/equiv_regions.json``
-and ``DIR/equiv_regions.md``.
+written to ``DIR/equiv_regions.csv`` as they come (``--results DIR``, default ``out/equiv-regions``),
+and with the summary to ``DIR/equiv_regions.json`` and ``DIR/equiv_regions.md``.
 
 NeuroDiff's figures (``data/neurodiff_acasxu/``, see its README) are floating-point runs with 12
 threads on their machine; φ3 there covers 42 networks (Reluplex's 45 less 1_7, 1_8, 1_9).
