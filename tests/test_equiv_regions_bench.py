@@ -134,8 +134,8 @@ def test_equiv_names_this_benchmark(tmp_path):
 
 def test_bad_options_are_usage_errors(tmp_path, capsys):
     (tmp_path / "file").write_text("")
-    for bad in (["--results", str(tmp_path / "file")], ["--properties", "2"], ["--networks", "6_1"], ["--scale", "2"], ["--epsilons", "0"],
-                ["--epsilons", "x"]):
+    for bad in (["--results", str(tmp_path / "file")], ["--properties", "2"], ["--networks", "6_1"],
+                ["--scale", "2"], ["--epsilons", "0"], ["--epsilons", "x"]):
         with pytest.raises(SystemExit) as stop:
             er.main(bad)
         assert stop.value.code == 2
@@ -161,7 +161,8 @@ def test_a_rejected_certificate_or_a_false_counterexample_is_a_miss(tmp_path, ca
         liar = tmp_path / f"{mode}.py"
         liar.write_text(LIAR.format(mode=mode))
         assert er.main(["--networks", "1_1", "--properties", "1", "--epsilons", "1/20", "--scale", "1/1000",
-                        "--results", str(tmp_path / mode), "--no-pairs", "--exactform", f"{sys.executable} {liar}"]) == 1
+                        "--results", str(tmp_path / mode), "--no-pairs",
+                        "--exactform", f"{sys.executable} {liar}"]) == 1
         (row,) = json.loads((tmp_path / mode / "equiv_regions.json").read_text())["rows"]
         assert (row["verdict"], row["checked"]) == (verdict, "no")
         assert f"miss: 1_1 φ1 ε=1/20: {verdict}" in capsys.readouterr().out
