@@ -21,7 +21,7 @@ from exactform.cli import main
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.formats import canonical_json, write_json
 from exactform.geometry.enclosure import log_upper
-from exactform.models import MaxoutNet
+from exactform.models import MaxoutLayer, MaxoutNet
 
 ROOT = Path(__file__).resolve().parents[1]
 NETS = {
@@ -311,9 +311,17 @@ def test_check_runs_without_heavy_libraries_and_loads_few_lines(tmp_path):
     A = maxout([[[([1], 0), ([-1], 0)]]], [([1], 0)], [-1], [1])
     box = list(zip(A.domain.lower, A.domain.upper))
     write_json(tmp_path / "e.cert.json", e1(A.to_json(), A.to_json(), box, None, compare(A.to_json(), A.to_json(), box, None).tree))
+    net = relu_net(random.Random(1), [2, 5, 5], outputs=1)            # relaxed leaves (issue 26) load checker/relax.py
+    copy16 = MaxoutNet(net.domain, [MaxoutLayer([[[round(w * 8) / 8 for w in p] for p in u] for u in l.weight],
+                                                [[round(c * 8) / 8 for c in u] for u in l.bias]) for l in net.layers],
+                       net.readout_weight, net.readout_bias)
+    box = list(zip(net.domain.lower, net.domain.upper))
+    tree = compare(net.to_json(), copy16.to_json(), box, Fraction(3)).tree
+    assert "relaxed" in json.dumps(tree)
+    write_json(tmp_path / "r.cert.json", e1(net.to_json(), copy16.to_json(), box, Fraction(3), tree))
     trust = (ROOT / "TRUST.md").read_text()
     for args, limit in (((path, soft), 720), ((path, soft, "--junit", tmp_path / "r.xml"), 760),
-                        ((tmp_path / "e.cert.json",), 850)):
+                        ((tmp_path / "e.cert.json",), 850), ((tmp_path / "r.cert.json",), 1100)):
         lines, files = loaded(tmp_path, *args)
         assert lines <= limit, (args, lines, files)
         assert all(str(Path(f).relative_to(ROOT / "exactform")) in trust for f in files), files

@@ -38,9 +38,9 @@ def box_of(model) -> list:
     return list(zip(model.domain.lower, model.domain.upper))
 
 
-def proved(a, b, tolerance=None):
+def proved(a, b, tolerance=None, relax=True):
     """Compare, and check the certificate with the E1 checker; returns the outcome."""
-    outcome = compare(a.to_json(), b.to_json(), box_of(a), tolerance)
+    outcome = compare(a.to_json(), b.to_json(), box_of(a), tolerance, relax=relax)
     assert outcome.equal, outcome.point
     cert = json.loads(json.dumps(certificate(a.to_json(), b.to_json(), box_of(a), tolerance, outcome.tree)))
     assert check_equiv.check(cert, "cert").startswith("A(x) = B(x)" if tolerance is None else "|A(x) - B(x)|")
@@ -207,7 +207,7 @@ def test_a_pair_that_differs_only_on_a_tiny_sub_box():
 
 def _cert_with_splits():
     net = relu_net(random.Random(3), [2, 6, 6], outputs=1)
-    _, cert = proved(net, tiny_bump(net, F(1, 10), F(1, 4)), tolerance=F(1, 10))
+    _, cert = proved(net, tiny_bump(net, F(1, 10), F(1, 4)), tolerance=F(1, 10), relax=False)     # the cell search's tree
     assert "split" in cert["claims"][0]["evidence"]["tree"]
     return cert
 
@@ -270,12 +270,12 @@ def test_hostile_certificates_are_malformed_not_crashes():
 
 def test_the_checker_is_small_and_standard_library_only():
     source = (ROOT / "exactform" / "checker" / "equiv.py").read_text()
-    assert len(source.splitlines()) <= 320
+    assert len(source.splitlines()) <= 340        # relaxed leaves (issue 26): their rows live in checker/relax.py
     imported = {a.name.split(".")[0] for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module or "" for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) and n.level == 0}
     assert imported <= {"__future__", "fractions"}
     relative = {n.module for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) and n.level}
-    assert relative == {"cost", "reader"}
+    assert relative == {"cost", "reader", "relax"}
 
 
 # --- the command -----------------------------------------------------------------------------------

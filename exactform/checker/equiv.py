@@ -30,10 +30,12 @@ def negated(form: dict) -> dict:
 
 
 class Forms:
-    """The node table over a box: ``bounds[v]`` is an exact interval of variable v over the box."""
+    """The node table over a box: ``bounds[v]`` is an exact interval of variable v over the box;
+    ``calls[i] = (pieces, form)``: the i-th max built, ``form = max(pieces)`` on the box (the position
+    that pairs a node of one model with its counterpart in another, ``relax.pairs``)."""
 
     def __init__(self, cube: list):
-        self.d, self.bounds, self.nodes, self.index = len(cube), list(cube), [], {}
+        self.d, self.bounds, self.nodes, self.index, self.calls = len(cube), list(cube), [], {}, []
 
     def interval(self, f: dict) -> tuple:
         return interval(f, self.bounds)
@@ -47,6 +49,11 @@ class Forms:
         return var
 
     def max(self, pieces: list) -> dict:
+        form = self._max(pieces)
+        self.calls.append((list(pieces), form))
+        return form
+
+    def _max(self, pieces: list) -> dict:
         ps = list({key(p): p for p in pieces}.values())
         s = max((abs(a) for p in ps for a in p.values()), default=Fraction(1))
         data = tuple(sorted(key({k: a / s for k, a in p.items()}) for p in ps))
@@ -175,6 +182,9 @@ def _model_work(m) -> list:
     return [work, nodes]
 
 
+RELAXED = 8        # a relaxed leaf's work per form entry × (d + 2): its pieces' and pairs' functions, both sides
+
+
 def work(tree, models, d: int, where: str) -> int:
     """An upper bound on the entries the check touches, from the sizes alone (before any arithmetic): the
     models' forms (T² scores a head), and per tree node its witnesses over the cell's constraints, the
@@ -191,8 +201,9 @@ def work(tree, models, d: int, where: str) -> int:
         children = node.get("children") if isinstance(node, dict) else None
         if isinstance(children, list) and children:
             stack += [(c, cons + 1, decided) for c in children]
-        else:
-            total += size * (d + 1)
+        else:       # a leaf values the nodes; a relaxed one bounds every node's pieces and pairs on its box
+            relaxed = isinstance(node, dict) and "relaxed" in node
+            total += size * (d + 1) + (RELAXED * (build + build_b) * (d + 2) if relaxed else 0)
     if (total := total * weight(int(3.33 * spent[1]) + 1)) > MAX_WORK:
         raise Malformed(f"{where}: checking it would touch about {total:.2e} weighted entries (tree nodes × decisions "
                         f"× constraints, model sizes), beyond the checker's limit {MAX_WORK:.0e}")
@@ -255,14 +266,17 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
             raise Refuted(f"{name}: the box {domain(cube)} is not the domain {domain(model.box)} of the model in {path}")
     work(ev["tree"], (a, b), d, "claims[0].evidence.tree")
     F = Forms(cube)
-    diff = [(combine([(1, p), (-1, q)])) for p, q in zip(outputs(F, a), outputs(F, b))]
+    ya = outputs(F, a)
+    mark = len(F.calls)
+    diff = [(combine([(1, p), (-1, q)])) for p, q in zip(ya, outputs(F, b))]
+    related = None
 
     def xform(v, where):                   # an affine map of x: d coefficients, then the constant
         return {ONE if k == d else k: q for k, q in row(v, where, d + 1).items()}
     stack = [(ev["tree"], "tree", box_constraints(cube), {})]
     while stack:
         node, at, cons, decided = stack.pop()
-        node, decided = fields(node, at, (), ("decide", "split", "children", "empty", "bound")), dict(decided)
+        node, decided = fields(node, at, (), ("decide", "split", "children", "empty", "bound", "relaxed")), dict(decided)
         entries = items(node.get("decide", []), f"{at}.decide")
         def shows(h, strict, w, where):
             if not implied(cons, h, strict, row(w, where, len(cons))):
@@ -290,6 +304,21 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
             stack += [(c, f"{at}.children[{i}]", cons + [p], decided) for i, (c, p) in enumerate(zip(children, parts))]
         elif "empty" in node:
             shows({}, True, node["empty"], f"{at}.empty")
+        elif "relaxed" in node:
+            if not eps:
+                raise Refuted(f"{name}: {at}: a relaxed leaf shows |A - B| < tolerance, and there is none")
+            from .relax import LeafRows, cell_box, infeasible, pairs      # relaxed leaves only (TRUST.md)
+            related = pairs(F, mark) if related is None else related
+            atoms = [combine([(sign, f)], -eps) for f in diff for sign in (1, -1)]
+            rows = LeafRows(F, cell_box(cube, cons), atoms, related)
+            atoms_at = len(rows) - len(atoms)
+            for k, w in enumerate(items(node["relaxed"], f"{at}.relaxed", len(diff))):
+                for i, wi in enumerate(items(w, f"{at}.relaxed[{k}]", 2)):
+                    where = f"{at}.relaxed[{k}][{i}]"
+                    wi = row(wi, where, len(rows))
+                    if any(j >= atoms_at and j != atoms_at + 2 * k + i for j in wi) or not infeasible(rows, wi):
+                        raise Refuted(f"{name}: {where}: the witness does not show {'' if i else '-'}(A - B)_{k} < {eps} "
+                                      "on the leaf's box")
         else:
             try:            # a KeyError can only be a node without a decision on this cell
                 D = [evaluate(F, f, memo, lambda *kind_content: decided[kind_content]) for memo in [{}] for f in diff]

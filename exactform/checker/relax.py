@@ -33,7 +33,7 @@ def _linear(terms: list, d: int) -> tuple:
     """Σ a·f over ``terms = [(a, f)]`` for affine functions f = (denominator, [d + 1 numerators]) of x
     (the last numerator the constant), summed over one common denominator."""
     dens = [a.denominator * f[0] for a, f in terms]
-    D = max(dens, default=1) if all(n & (n - 1) == 0 for n in dens) else math.lcm(*dens)     # dyadic: the largest
+    D = max(dens, default=1) if all(n & (n - 1) == 0 for n in dens) else math.lcm(*set(dens))     # dyadic: the largest
     ms = [a.numerator * (D // n) for (a, _), n in zip(terms, dens)]
     nums = [sum(map(operator.mul, ms, column)) for column in zip(*(f[1] for _, f in terms))] if terms else [0] * (d + 1)
     g = math.gcd(D, *nums)
@@ -46,41 +46,69 @@ def _extreme(f: tuple, cube: list, up: bool) -> Fraction:
     return (sum((v * cube[j][(v > 0) == up] for j, v in enumerate(nums[:-1]) if v), Fraction(0)) + nums[-1]) / den
 
 
+def _dyadic(f: tuple, cube: list, up: bool) -> tuple:
+    """An affine function of ``BITS``-bit dyadic coefficients above (``up``) or below f on the box: each
+    coefficient rounded, the constant moved by the residue's extreme over the box, so that the digits
+    of the functions do not grow from node to node."""
+    den, nums = f
+    d = len(cube)
+    coefficients = [outward(Fraction(v, den), up) for v in nums[:d]]
+    residue = sum((Fraction(v, den) - c) * cube[i][((Fraction(v, den) - c) > 0) == up]
+                  for i, (v, c) in enumerate(zip(nums, coefficients)) if c * den != v)
+    return _linear([(c, (1, [0] * i + [1] + [0] * (d - i))) for i, c in enumerate(coefficients) if c] +
+                   [(outward(Fraction(nums[d], den) + residue, up), (1, [0] * d + [1]))], d)
+
+
 def _constant(q: Fraction, d: int) -> tuple:
     return q.denominator, [0] * d + [q.numerator]
 
 
-def pairs(calls: list, mark: int) -> list:
-    """``[(a, s, b, t, P, Q)]``: the maxes built by the same call (``Forms.calls``) of model A (calls before
-    ``mark``) and of model B, with as many pieces, each a node of its own: ``s·z_a = max(P)``, ``t·z_b =
-    max(Q)``.  Any such pairing gives valid rows; the position makes it a tight one."""
-    A, B = calls[:mark], calls[mark:]
+def pairs(F, mark: int) -> list:
+    """``[(a, s, b, t, P, Q)]``: the maxes of two pieces built by the same call (``Forms.calls``) of model A
+    (the calls before ``mark``) and of model B, each a node of its own, ``s·z_a = max(P)``, ``t·z_b =
+    max(Q)``, a before b.  Any such pairing gives valid rows; the position makes it a tight one."""
+    A, B = F.calls[:mark], F.calls[mark:]
     out, seen = [], set()
     for (P, fa), (Q, fb) in zip(A, B) if len(A) == len(B) else ():
-        if len(P) == len(Q) and len(fa) == len(fb) == 1 and ONE not in fa and ONE not in fb:
+        if len(P) == len(Q) == 2 and len(fa) == len(fb) == 1 and ONE not in fa and ONE not in fb:
             (a, s), (b, t) = next(iter(fa.items())), next(iter(fb.items()))
-            if a < b and b not in seen:
+            if a < b and b not in seen and len(F.nodes[a - F.d][1]) == len(F.nodes[b - F.d][1]) == 2:
                 seen.add(b)
                 out.append((a, s, b, t, P, Q))
     return out
 
 
-def _side(form: dict, fns: list, d: int, up: bool, diffs: dict | None = None) -> tuple:
-    """An affine function of x below (above, ``up``) the form on the box, from the variables' functions;
-    with ``diffs`` (``{b: (a, s, t, functions of s·z_a − t·z_b)}``), ``c_a·z_a + c_b·z_b`` is first written
-    ``(c_a/s)·(s·z_a − t·z_b) + (c_a·t/s + c_b)·z_b``, so a pair's difference is bounded as one."""
-    terms, extra = dict(form), []
-    for b in [k for k in terms if diffs and k in diffs]:
-        a, s, t, fn = diffs[b]
-        if a in terms:
-            c = terms.pop(a) / s
-            extra.append((c, fn[(c > 0) == up]))
-            if rest := c * t + terms[b]:
-                terms[b] = rest
+def through(form: dict, known: dict) -> tuple[dict, list]:
+    """The form as ``rest + Σ c_j·Δ_j`` for the pairs ``known`` (``{b: (j, a, s, t)}``, Δ_j = s·z_a − t·z_b)
+    whose two nodes it reads: ``c_a·z_a + c_b·z_b = (c_a/s)·Δ_j + (c_a·t/s + c_b)·z_b``, so that a pair's
+    difference is bounded as one (an identity: any pairing is exact)."""
+    rest, terms = dict(form), []
+    for b in [k for k in rest if k in known]:
+        j, a, s, t = known[b]
+        if a in rest:
+            c = rest.pop(a) / s
+            terms.append((j, c))
+            if r := c * t + rest[b]:
+                rest[b] = r
             else:
-                del terms[b]
-    const = terms.pop(ONE, Fraction(0))
-    return _linear([(a, fns[k][(a > 0) == up]) for k, a in terms.items()] + extra +
+                del rest[b]
+    return rest, terms
+
+
+def _prepared(form: dict, known: dict | None = None) -> tuple:
+    """A form ready for ``_side``: ``([(variable, a, a > 0)], constant, [(pair, c, c > 0)])``, read through
+    the pairs ``known`` when given."""
+    rest, terms = through(form, known) if known else (form, [])
+    return ([(k, a, a > 0) for k, a in rest.items() if k != ONE], rest.get(ONE, Fraction(0)),
+            [(j, c, c > 0) for j, c in terms])
+
+
+def _side(form: tuple, fns: list, d: int, up: bool, dfns: dict | None = None) -> tuple:
+    """An affine function of x below (above, ``up``) the ``_prepared`` form on the box, from the
+    variables' functions (and its pairs' differences', ``dfns[j]``)."""
+    terms, const, pairs = form
+    return _linear([(a, fns[k][positive == up]) for k, a, positive in terms] +
+                   [(c, dfns[j][positive == up]) for j, c, positive in pairs] +
                    ([(const, (1, [0] * d + [1]))] if const else []), d)
 
 
@@ -96,13 +124,34 @@ def _hinge(h: tuple, hl: Fraction, hu: Fraction, d: int) -> tuple:
             _linear([(s, h[1]), (-s * hl, (1, [0] * d + [1]))], d))
 
 
-def _winner(F, k: int, s: Fraction, P: list, gap: tuple) -> int | None:
-    """The index in ``P`` (the pieces of ``s·z_k = max(P)``) of the piece node k takes on the whole box
-    by its gap's sign, or None."""
-    gl, gu = gap
-    if gl < 0 < gu:
-        return None
-    piece = dict(F.nodes[k][1][0 if gl >= 0 else 1])
+def relaxation_plan(F, pairs: list) -> list:
+    """Per node of ``F``, what ``node_bounds`` reads of it on any box, computed once per table and
+    pairing: its pieces (for a hardmax node its values) ``_prepared``, g = p − q for two pieces, and for the
+    node b of a pair ``(n, a, [δ_0, δ_1], δ_0 − δ_1, order)``, the δ_i = P_i − Q_i read through the
+    earlier pairs and ``order[m][i]``: the index in P (Q) of node a's (b's) i-th piece."""
+    cache = F.__dict__.setdefault("relaxation_plans", {})
+    if (name := tuple((p[0], p[2]) for p in pairs)) in cache:
+        return cache[name]
+    known, of_b, plan = {}, {p[2]: n for n, p in enumerate(pairs)}, []
+    for k, (kind, data) in enumerate(F.nodes):
+        pieces = [dict(p if kind == "max" else p[1]) for p in data]
+        g = _prepared(combine([(1, pieces[0]), (-1, pieces[1])])) if kind == "max" and len(pieces) == 2 else None
+        paired = None
+        if (z := F.d + k) in of_b:
+            a, s, b, t, P, Q = pairs[n := of_b[z]]
+            delta = [combine([(1, p), (-1, q)]) for p, q in zip(P, Q)]
+            order = [[_index(F.nodes[v - F.d][1][i], r, R) for i in range(2)] for v, r, R in ((a, s, P), (b, t, Q))]
+            paired = (n, a, [_prepared(f, known) for f in delta],
+                      _prepared(combine([(1, delta[0]), (-1, delta[1])]), known), order)
+            known[z] = (n, a, s, t)
+        plan.append(([_prepared(p) for p in pieces], g, paired))
+    cache[name] = plan
+    return plan
+
+
+def _index(piece, s: Fraction, P: list) -> int | None:
+    """The index in P (``s·z = max(P)``) of the node's piece ``piece`` (its data: P_i / s)."""
+    piece = dict(piece)
     return next((i for i, p in enumerate(P) if {v: a / s for v, a in p.items()} == piece), None)
 
 
@@ -125,13 +174,11 @@ def node_bounds(F, cube: list, pairs: list = ()) -> tuple[list, dict, dict]:
     ``max P − max Q`` lies between min_i δ_i and max_i δ_i, and ``max(δ_0, δ_1) = δ_1 + max(h, 0)``,
     ``min(δ_0, δ_1) = δ_1 + min(h, 0)`` with h = δ_0 − δ_1 bounded by ``_hinge``; when both nodes are
     fixed on the box to the same piece j, the difference is δ_j."""
-    d = len(cube)
+    d, plan = len(cube), relaxation_plan(F, pairs)
     unit = [(1, [0] * j + [1] + [0] * (d - j)) for j in range(d)]
     fns = [(u, u) for u in unit]
-    bounds, gaps, diffs, of_b = list(cube), {}, {}, {p[2]: j for j, p in enumerate(pairs) if len(p[4]) == 2}
-    sides_of: dict = {}
-    for k, (kind, data) in enumerate(F.nodes):
-        pieces = [dict(p if kind == "max" else p[1]) for p in data]
+    bounds, gaps, dfns = list(cube), {}, {}
+    for k, ((kind, data), (pieces, g, paired)) in enumerate(zip(F.nodes, plan)):
         sides = [(_side(p, fns, d, False), _side(p, fns, d, True)) for p in pieces]
         ivs = [(_extreme(lo, cube, False), _extreme(hi, cube, True)) for lo, hi in sides]
         if kind != "max":
@@ -141,8 +188,7 @@ def node_bounds(F, cube: list, pairs: list = ()) -> tuple[list, dict, dict]:
             continue
         j = max(range(len(pieces)), key=lambda i: ivs[i][0] + ivs[i][1])
         below, above = sides[j][0], None
-        if len(pieces) == 2:
-            g = combine([(1, pieces[0]), (-1, pieces[1])])
+        if g is not None:
             gside = (_side(g, fns, d, False), _side(g, fns, d, True))
             gl, gu = (outward(max(_extreme(gside[0], cube, False), ivs[0][0] - ivs[1][1]), False),
                       outward(min(_extreme(gside[1], cube, True), ivs[0][1] - ivs[1][0]), True))
@@ -159,24 +205,35 @@ def node_bounds(F, cube: list, pairs: list = ()) -> tuple[list, dict, dict]:
         hi = max(b for _, b in ivs) if above is None else min(max(b for _, b in ivs), _extreme(above, cube, True))
         lo, hi = outward(lo, False), outward(hi, True)
         bounds.append((lo, hi))
-        fns.append((below, above or _constant(hi, d)))
-        if (z := d + k) in of_b:
-            a, s, b, t, P, Q = pairs[of_b[z]]
-            delta = [combine([(1, p), (-1, q)]) for p, q in zip(P, Q)]
-            fixed = [_winner(F, var - d, r, P if var == a else Q, gaps[var - d]) for var, r in ((a, s), (b, t))]
+        fns.append((_dyadic(below, cube, False), _constant(hi, d) if above is None else _dyadic(above, cube, True)))
+        if paired is not None:
+            n, a, delta, h, order = paired
+            fixed = [o[0 if gl >= 0 else 1] if gl >= 0 or gu <= 0 else None
+                     for o, (gl, gu) in zip(order, (gaps[a - d], gaps[k]))]
             if fixed[0] is not None and fixed[0] == fixed[1]:
-                fn = tuple(_side(delta[fixed[0]], fns, d, up, diffs) for up in (False, True))
+                fn = tuple(_side(delta[fixed[0]], fns, d, up, dfns) for up in (False, True))
             else:
-                h = combine([(1, delta[0]), (-1, delta[1])])
-                hf = (_side(h, fns, d, False, diffs), _side(h, fns, d, True, diffs))
+                hf = (_side(h, fns, d, False, dfns), _side(h, fns, d, True, dfns))
                 low, high = _hinge(hf, outward(_extreme(hf[0], cube, False), False),
                                    outward(_extreme(hf[1], cube, True), True), d)
-                base = [_side(delta[1], fns, d, up, diffs) for up in (False, True)]
+                base = [_side(delta[1], fns, d, up, dfns) for up in (False, True)]
                 fn = (_linear([(Fraction(1), base[0]), (Fraction(1), low)], d),
                       _linear([(Fraction(1), base[1]), (Fraction(1), high)], d))
-            diffs[z] = (a, s, t, fn)
-            sides_of[of_b[z]] = fn
-    return bounds, gaps, sides_of
+            dfns[n] = (_dyadic(fn[0], cube, False), _dyadic(fn[1], cube, True))
+    return bounds, gaps, dfns
+
+
+def cell_box(cube: list, cons: list) -> list:
+    """The box cut by the cell's constraints on one coordinate (``a·x_i + c ≥ 0`` or ``> 0``): a box
+    containing the cell."""
+    cube = list(cube)
+    for g, _ in cons:
+        if len(xs := [k for k in g if k != ONE]) == 1:
+            i, a = xs[0], g[xs[0]]
+            at = -g.get(ONE, Fraction(0)) / a
+            lo, hi = cube[i]
+            cube[i] = (max(lo, at), hi) if a > 0 else (lo, min(hi, at))
+    return cube
 
 
 class LeafRows:
@@ -187,6 +244,7 @@ class LeafRows:
     nodes, ``Δ − lo(x)`` and ``hi(x) − Δ`` for Δ = s·z_a − t·z_b; then the atoms."""
 
     def __init__(self, F, cube: list, atoms: list, pairs: list = ()):
+        cube = [(outward(lo, False), outward(hi, True)) for lo, hi in cube]      # a dyadic box around the leaf's
         self.F, self.cube, self.atoms, self.pairs = F, cube, atoms, pairs
         self.bounds, self.gaps, self.diffs = node_bounds(F, cube, pairs)
         self.slots = [(None, j) for j in range(2 * F.d)]          # (node, slot in its group) per row

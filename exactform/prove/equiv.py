@@ -28,6 +28,7 @@ from ..models import MaxoutNet
 from ..numbers import format_rational
 from ..geometry.lp import argmaximize, dual_simplex
 from .equiv_bound import DiffBound
+from .equiv_relax import Relaxed
 
 Q = flint.fmpq
 
@@ -308,8 +309,10 @@ class Search:
     """The split tree of one comparison, depth first: with a certificate (``run``), or skipping what
     exact bounds show cannot change the answer (``run_pruned``)."""
 
-    def __init__(self, a_json: dict, b_json: dict, box: list, tolerance: Fraction | None, max_diff: bool):
+    def __init__(self, a_json: dict, b_json: dict, box: list, tolerance: Fraction | None, max_diff: bool,
+                 relax: bool = True):
         self.context = (a_json, b_json, box, tolerance, max_diff)
+        self.relax = relax and bool(tolerance) and not max_diff
         self.models = [_exact(doc) for doc in (a_json, b_json)]
         self.box = box
         self.d = len(box)
@@ -324,8 +327,27 @@ class Search:
         if first is not None and first.value > self.tolerance:
             self.outcome.equal, self.outcome.point = False, first.point
             return self.outcome
-        self.outcome.tree = self._solve(Cell(self.d, self.cons), {}, {})
+        if self.relax:
+            self.relaxed()
+        else:
+            self.outcome.tree = self._solve(Cell(self.d, self.cons), {}, {})
         return self.outcome
+
+    def relaxed(self) -> None:
+        """|A − B|∞ ≤ ε by the differential relaxation (``equiv_relax``): its tree, with the cells it
+        leaves open proved by the exact cell search; or the point it finds."""
+        r = Relaxed(self.F, self.bound.mark, self.diff, self.box, self.tolerance, self._gap)
+        root, left = r.run(self.cons, self.box)
+        out = self.outcome
+        out.leaves, out.splits = out.leaves + r.leaves, out.splits + r.splits
+        if r.point is not None:
+            out.equal, out.point = False, r.point
+            return
+        for cons, _, slot, n in left:
+            slot[n] = self._solve(Cell(self.d, cons), {}, {})
+            if slot[n] is None:
+                return
+        out.tree = root[0]
 
     def probe(self) -> Tally:
         """The largest exact |A − B|∞ (``exactform.models``, one batch per model) at the box's centre,
@@ -363,6 +385,10 @@ class Search:
         out, first = self.outcome, self.probe()
         if not self.max_diff and first.value > self.tolerance:
             out.equal, out.point = False, first.point
+            return out
+        if self.relax:
+            self.relaxed()
+            out.tree = None
             return out
         upper = self.bound.upper(self.box)
         if upper <= self.tolerance and (upper == 0 or not self.max_diff):
@@ -634,13 +660,15 @@ class Search:
 
 
 def compare(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None = None,
-            max_diff: bool = False, prune: bool | None = None, executor=None, progress=None) -> Outcome:
+            max_diff: bool = False, prune: bool | None = None, executor=None, progress=None,
+            relax: bool = True) -> Outcome:
     """Decide ``A = B`` (``|A − B|∞ ≤ tolerance``) on the box, or find ``max |A − B|∞`` (``max_diff``).
     ``prune`` (default: with ``max_diff``): the search that skips what exact bounds show cannot change
     the answer, and returns no certificate tree; ``executor`` (``exactform.executor``) expands its
     cells, ``progress()`` is called per cell.  Every reported point is re-evaluated exactly with
-    ``exactform.models``."""
-    search = Search(a_json, b_json, box, tolerance, max_diff)
+    ``exactform.models``.  ``relax`` (with a tolerance ε > 0): the differential relaxation first
+    (``equiv_relax``), the cell search only on the cells it leaves open; else the cell search alone."""
+    search = Search(a_json, b_json, box, tolerance, max_diff, relax)
     outcome = search.run_pruned(executor, progress) if (max_diff if prune is None else prune) else search.run()
     if max_diff and outcome.point is None:                   # |A − B| = 0 everywhere
         outcome.maximum, outcome.point = Fraction(0), [lo for lo, _ in box]

@@ -60,21 +60,7 @@ def exact_form(f: dict) -> dict:
     return {k: rational(a) for k, a in f.items()}
 
 
-class Recording(Forms):
-    """``Forms`` that records each max it builds: ``calls[i] = (pieces, form)``, ``form = max(pieces)``
-    on the box (``Forms.max`` applies only identities that hold on the box)."""
-
-    def __init__(self, cube: list):
-        super().__init__(cube)
-        self.calls = []
-
-    def max(self, pieces: list) -> dict:
-        form = super().max(pieces)
-        self.calls.append((list(pieces), form))
-        return form
-
-
-def pairing(F: Recording, calls_a: int, nodes_a: int) -> dict:
+def pairing(F: Forms, calls_a: int, nodes_a: int) -> dict:
     """``{v: (other, P, Q, s, sign)}`` for the maxes built by the same call index in A and B, with as
     many pieces: ``form_a = max(P)``, ``form_b = max(Q)``.  A node b of B only (``form_b = s·b``) gets
     ``(form_a, P, Q, s, 1)``: ``s·b = form_a + η``; a node a of A (``form_a = s·a``) gets ``(form_b, P, Q,
@@ -105,17 +91,19 @@ class DiffBound:
     def between(cls, a_json: dict, b_json: dict, box: list) -> "DiffBound":
         """The bound of A − B for two models read on ``box`` (``Unsupported``, naming A or B, for a
         model outside the method); ``F`` and ``diff`` are the node table and the difference forms."""
-        F, forms, marks = Recording(box), [], []
+        F, forms, marks = Forms(box), [], []
         for name, doc in (("A", a_json), ("B", b_json)):
             try:
                 forms.append(outputs(F, read_model(doc, name)))
             except Unsupported as e:
                 raise Unsupported(f"{name}: {e}") from None
             marks.append((len(F.calls), len(F.bounds)))
-        return cls(F, [combine([(1, p), (-1, q)]) for p, q in zip(*forms)], pairing(F, *marks[0]))
+        bound = cls(F, [combine([(1, p), (-1, q)]) for p, q in zip(*forms)], pairing(F, *marks[0]))
+        bound.mark = marks[0][0]
+        return bound
 
-    def __init__(self, F: Forms, diff: list, related: dict):
-        self.F, self.diff, self.related = F, diff, related
+    def __init__(self, F: Forms, diff: list, related: dict, mark: int = 0):
+        self.F, self.diff, self.related, self.mark = F, diff, related, mark     # mark: A's calls in F.calls
 
     def upper(self, box: list) -> Fraction:
         """An upper bound of ``max_k |D_k(x)|`` over ``box``."""

@@ -27,7 +27,7 @@ from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
 
 from ..checker.equiv import Forms, outputs, read_model
-from ..checker.relax import LeafRows, infeasible
+from ..checker.relax import LeafRows, infeasible, relaxation_plan
 from ..checker.verify_cert import CLAIM, KIND, atom_form, loosened, statement
 from ..checker.reader import FORMAT, ONE, combine
 from ..checker.vnnlib import rows
@@ -58,15 +58,13 @@ class Deadline(Exception):
 
 
 class Disjunct:
-    """One disjunct over one network: the node table over its box (the checker's), the atoms as forms
-    over the table's variables, the same in floating point, and the leaf rows' layout."""
+    """Atoms ``a ≥ 0`` over a node table on a box: the table (the checker's), the atoms as forms over
+    its variables, the pairs of nodes whose differences the relaxation bounds (``relax.pairs``), the
+    same in floating point, and the leaf rows' layout (``relax.LeafRows``)."""
 
-    def __init__(self, model, cube: list, atoms: list):
-        self.cube = cube
-        self.F = F = Forms(cube)
-        ys = outputs(F, model)
+    def __init__(self, F: Forms, cube: list, forms: list, pairs: list = ()):
+        self.cube, self.F, self.forms, self.pairs = cube, F, forms, list(pairs)
         self.d, self.N = F.d, len(F.nodes)
-        self.forms = [atom_form(a, self.d, ys) for a in atoms]
         self.pieces = []           # per node: [(indices, coefficients, constant)] (max: pieces; hardmax: (score, value))
         self.base = []             # per node: the index of its row z − L in the leaf rows
         row = 2 * self.d
@@ -77,9 +75,22 @@ class Disjunct:
             row += 2 + (len(data) + (len(data) == 2) if kind == "max" else 0)
         self.gaps = {k: _floats(combine([(1, dict(data[0])), (-1, dict(data[1]))]))
                      for k, (kind, data) in enumerate(F.nodes) if kind == "max" and len(data) == 2}
+        self.pairs_at, self.diffs = row, {}
+        for k, (_, _, paired) in enumerate(relaxation_plan(F, self.pairs)):     # per pair, at its node b: δ's parts
+            if paired is not None:
+                j, _, delta, h, order = paired
+                self.diffs[k] = (j, order, [_prepared_floats(f) for f in delta + [h]])
+        row += 2 * len(self.pairs)
         self.atoms_at = row
         self.rows = row + len(self.forms)
         self.atom_floats = [_floats(f) for f in self.forms]
+
+    @classmethod
+    def of(cls, model, cube: list, atoms: list) -> "Disjunct":
+        """A VNN-LIB disjunct (atoms ``{index: q}`` over X, Y and the constant) of one network."""
+        F = Forms(cube)
+        ys = outputs(F, model)
+        return cls(F, cube, [atom_form(a, F.d, ys) for a in atoms])
 
     # --- floating point: evaluation, bounds, the leaf LP -------------------------------------------
     def values(self, X: np.ndarray) -> np.ndarray:
@@ -104,14 +115,14 @@ class Disjunct:
             return np.zeros(X.shape[0])
         return np.stack([V[:, i] @ a + c for i, a, c in self.atom_floats], axis=1).min(axis=1)
 
-    def bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+    def bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict, dict]:
         """``relax.node_bounds`` in floating point (no outward rounding: a guide only)."""
         d = self.d
         n = d + self.N
         LO, UP = np.zeros((n, d + 1)), np.zeros((n, d + 1))
         LO[:d, :d] = UP[:d, :d] = np.eye(d)
         L, U = np.concatenate([lo, np.zeros(self.N)]), np.concatenate([hi, np.zeros(self.N)])
-        gaps = {}
+        gaps, dfns = {}, {}
 
         def side(part, up):
             i, a, c = part
@@ -153,13 +164,39 @@ class Disjunct:
                 UP[z, d] = U[z]
             else:
                 UP[z] = above
-        return L, U, gaps
+            if k in self.diffs:                 # the pair's difference (relax.node_bounds)
+                j, order, parts = self.diffs[k]
+                a, b = self.pairs[j][0] - d, k
 
-    def lp(self, lo: np.ndarray, hi: np.ndarray, bounds: tuple):
+                def through(part, up):
+                    rest, terms = part
+                    return side(rest, up) + sum(c * dfns[i][(c > 0) == up] for i, c in terms)
+                won = [o[0 if gaps[v][0] >= 0 else 1] if gaps[v][0] >= 0 or gaps[v][1] <= 0 else None
+                       for v, o in ((a, order[0]), (b, order[1]))]
+                if won[0] is not None and won[0] == won[1]:
+                    dfns[j] = (through(parts[won[0]], False), through(parts[won[0]], True))
+                else:
+                    h = (through(parts[2], False), through(parts[2], True))
+                    hl, hu = extreme(h[0], False), extreme(h[1], True)
+                    base = (through(parts[1], False), through(parts[1], True))
+                    if hl >= 0:
+                        dfns[j] = (base[0], base[1] + h[1])
+                    elif hu <= 0:
+                        dfns[j] = (base[0] + h[0], base[1])
+                    else:
+                        s, r = hu / (hu - hl), -hl / (hu - hl)
+                        low, high = r * h[0], s * h[1]
+                        low[d] -= r * hu
+                        high[d] -= s * hl
+                        dfns[j] = (base[0] + low, base[1] + high)
+        return L, U, gaps, dfns
+
+    def lp(self, lo: np.ndarray, hi: np.ndarray, bounds: tuple, only: list | None = None):
         """``(−t*, multipliers, x*)`` of the leaf relaxation over the box [lo, hi] with ``bounds`` (floats;
-        the rows in ``LeafRows``' order), or None when HiGHS fails."""
+        the rows in ``LeafRows``' order) and the atoms ``only`` (default: all), or None when HiGHS fails."""
         d, n = self.d, self.d + self.N
-        L, U, gaps = bounds
+        L, U, gaps, dfns = bounds
+        chosen = range(len(self.forms)) if only is None else only
         rows, cols, vals, const = [], [], [], np.zeros(self.rows)
 
         def add(r, idx, coef, c):
@@ -187,23 +224,28 @@ class Disjunct:
                 else:
                     lam = gu / (gu - gl)
                     add(b + 4, [z, *ip, *iq], [-1.0, *(lam * ap), *((1 - lam) * aq)], lam * cp + (1 - lam) * cq - lam * gl)
-        for j, (i, a, c) in enumerate(self.atom_floats):
+        for j, (a, s, b, t, _, _) in enumerate(self.pairs):
+            lower, upper = dfns[j]
+            add(self.pairs_at + 2 * j, [a, b, *range(d)], [float(s), -float(t), *(-lower[:d])], -lower[d])
+            add(self.pairs_at + 2 * j + 1, [a, b, *range(d)], [-float(s), float(t), *upper[:d]], upper[d])
+        for j in chosen:
+            i, a, c = self.atom_floats[j]
             add(self.atoms_at + j, list(i), list(a), c)
-        rows += range(self.atoms_at, self.rows)         # g(v) = G v + const ≥ 0 as −G v ≤ const, atoms −G v + t ≤ const
-        cols += [n] * len(self.forms)
-        A = csr_matrix((-np.array(vals + [-1.0] * len(self.forms)), (rows, cols)), shape=(self.rows, n + 1))
+        rows += [self.atoms_at + j for j in chosen]      # g(v) = G v + const ≥ 0 as −G v ≤ const, atoms −G v + t ≤ const
+        cols += [n] * len(chosen)
+        A = csr_matrix((-np.array(vals + [-1.0] * len(chosen)), (rows, cols)), shape=(self.rows, n + 1))
         c = np.zeros(n + 1)
         c[-1] = -1.0
         res = linprog(c, A_ub=A, b_ub=const, bounds=[(None, None)] * (n + 1), method="highs")
         return (res.fun, -res.ineqlin.marginals, res.x[:d]) if res.status == 0 else None
 
     # --- exact: the witness --------------------------------------------------------------------
-    def witness(self, cube: list, multipliers) -> dict | None:
-        """An exact Farkas witness of the leaf's rows from float multipliers (``{row: q}``), or None:
-        the multipliers rounded to a common 40-bit dyadic denominator, kept when the checker's test
-        (``relax.infeasible``: ``Σ w_i g_i`` exactly, its gradient's rounding residue taken at the
-        variables' bounds) shows the rows infeasible."""
-        rows = LeafRows(self.F, cube, self.forms)
+    def witness(self, cube: list, multipliers, rows: LeafRows | None = None) -> dict | None:
+        """An exact Farkas witness of the leaf's rows (``rows``, else built on ``cube``) from float
+        multipliers (``{row: q}``), or None: the multipliers rounded to a common 40-bit dyadic denominator,
+        kept when the checker's test (``relax.infeasible``: ``Σ w_i g_i`` exactly, its gradient's rounding
+        residue taken at the variables' bounds) shows the rows infeasible."""
+        rows = rows or LeafRows(self.F, cube, self.forms, self.pairs)
         top = float(multipliers.max())
         if not top > 0:
             return None
@@ -211,6 +253,13 @@ class Disjunct:
         w = {i: Fraction(n, scale) for i in np.flatnonzero(multipliers > top * 1e-12).tolist()
              if (n := round(float(multipliers[i]) * scale)) > 0}
         return w if infeasible(rows, w) else None
+
+
+def _prepared_floats(form: tuple) -> tuple:
+    """A ``relax`` prepared form in floating point: (the parts of its rest, [(pair, coefficient)])."""
+    terms, const, pairs = form
+    keys = np.array([k for k, _, _ in terms], dtype=int)
+    return (keys, np.array([float(a) for _, a, _ in terms]), float(const)), [(j, float(c)) for j, c, _ in pairs]
 
 
 def _floats(form: dict) -> tuple:
@@ -250,7 +299,7 @@ class Search:
             problems = []
             for k, (cube, atoms) in enumerate(self.disjuncts):
                 self._tick()
-                problems.append(Disjunct(self.model, cube, atoms))
+                problems.append(Disjunct.of(self.model, cube, atoms))
                 if self._attack(problems[-1], k):
                     return self.out
             trees = []
@@ -397,7 +446,7 @@ def _subtree_task(task: tuple) -> Verdict:
     if key not in _WORKER:
         _WORKER.clear()
         search = Search(model_json, [disjunct])
-        _WORKER[key] = search, Disjunct(search.model, *disjunct)
+        _WORKER[key] = search, Disjunct.of(search.model, *disjunct)
     search, problem = _WORKER[key]
     search.deadline = None if seconds is None else time.monotonic() + seconds
     search.out = Verdict("unknown")

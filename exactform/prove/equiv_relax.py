@@ -1,0 +1,145 @@
+"""``|A(x) − B(x)|∞ < ε`` on a box by the linear relaxation ``exactform verify`` uses — one engine for
+both — with the differences of paired nodes bounded directly (``checker.relax``: ReluDiff's
+differential bounds), so that a network and its quantised copy cancel instead of adding up.
+
+The box is bisected at coordinate hyperplanes, depth first.  On a cell each atom ``±(A − B)_k − ε ≥ 0``
+is bounded in floating point by the relaxation (``verify.Disjunct``); a cell where every atom is
+negative is a leaf once the checker's exact test accepts, per atom, a Farkas witness built from the
+bound (the atom's row plus the rows of the pairs it reads, ``direct``) or, failing that, from the
+dual of the leaf's LP.  An LP point or a cell centre where the floats see an excess is evaluated
+exactly (``exactform.models``): a point with ``|A − B|∞ > ε`` is the answer.  Floats only choose
+cells, witnesses and points; every leaf is closed by exact arithmetic (the certificate's check), and
+the tree is the E1 certificate's (docs/equiv.md: splits ``x_i − c``, leaves ``{"relaxed": ...}``).
+A cell that stays open is handed back (``open``) for the exact cell search when |A − B|∞ at one of
+its points is at least ε/2 (a maximum near ε: the relaxation would split around it without end) or
+when it is narrower than ``MIN_WIDTH`` of the box on the side it would split."""
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+
+import numpy as np
+
+from ..checker.equiv import ONE, combine
+from ..checker.relax import LeafRows, pairs, through
+from ..numbers import format_rational
+from .verify import MARGIN, Deadline, Disjunct, Search, _sparse
+
+MIN_WIDTH = 2.0 ** -16       # a cell this narrow (relative to the box) that the relaxation cannot close goes to the cell search
+
+
+class Relaxed:
+    """The relaxation of ``±(A − B)_k − ε`` over the node table ``F`` (A's maxes the calls before ``mark``)."""
+
+    def __init__(self, F, mark: int, diff: list, box: list, eps: Fraction, gap, deadline: float | None = None):
+        self.box, self.eps, self.gap, self.deadline = box, eps, gap, deadline
+        atoms = [combine([(sign, f)], -eps) for f in diff for sign in (1, -1)]
+        self.p = Disjunct(F, box, atoms, pairs(F, mark))
+        known = {b: (j, a, s, t) for j, (a, s, b, t, _, _) in enumerate(self.p.pairs)}
+        self.reads = [through(f, known) for f in atoms]         # each atom: (rest, [(pair, coefficient)])
+        self.leaves = self.lps = self.splits = 0
+        self.point: list | None = None
+
+    def direct(self, j: int) -> np.ndarray:
+        """Float multipliers for atom j: its row, and each pair it reads with the row bounding that
+        difference on the side its coefficient needs (the rest at the variables' bounds)."""
+        p, w = self.p, np.zeros(self.p.rows)
+        w[p.atoms_at + j] = 1.0
+        for i, c in self.reads[j][1]:
+            w[p.pairs_at + 2 * i + (c > 0)] += abs(float(c))
+        return w
+
+    def upper(self, j: int, bounds: tuple, lo: np.ndarray, hi: np.ndarray) -> float:
+        """The float value of ``direct(j)``'s bound: an estimate of max atom j on the cell."""
+        L, U, _, dfns = bounds
+        rest, terms = self.reads[j]
+        d = self.p.d
+        f = np.zeros(d + 1)
+        f[d] = float(rest.get(ONE, 0))
+        for k, a in rest.items():
+            if k != ONE:
+                f[d] += float(a) * (U[k] if a > 0 else L[k])
+        for i, c in terms:
+            f += float(c) * dfns[i][c > 0]
+        return float(f[:d] @ np.where(f[:d] > 0, hi, lo) + f[d])
+
+    def run(self, cons: list, cube: list) -> tuple[list, list]:
+        """``(root, open)``: ``root[0]`` the subtree over ``cube`` (whose cell constraints are ``cons``)
+        with relaxed leaves, and the cells left open ``[(cons, cube, slot, index)]`` (each slot[index] to
+        be filled by another search, the root's own slot included); stopped when ``point`` (|A − B|∞ > ε,
+        exact) was found."""
+        p, width0 = self.p, np.array([float(hi - lo) for lo, hi in self.box])
+        root, left = [None], []
+        stack = [(cons, cube, root, 0)]
+        while stack:
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise Deadline()
+            cons, cube, slot, n = stack.pop()
+            lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
+            bounds = p.bounds(lo, hi)
+            plans, worst = [], None
+            for j in range(len(p.forms)):
+                if self.upper(j, bounds, lo, hi) < -MARGIN:
+                    plans.append(self.direct(j))
+                    continue
+                self.lps += 1
+                solved = p.lp(lo, hi, bounds, only=[j])
+                if solved is None or solved[0] <= MARGIN:
+                    worst = solved
+                    break
+                w = solved[1].copy()
+                w[p.atoms_at:] = 0
+                w[p.atoms_at + j] = solved[1][p.atoms_at + j]
+                plans.append(w)
+            leaf = self._close(cube, plans) if worst is None and len(plans) == len(p.forms) else None
+            if leaf is not None:
+                self.leaves += 1
+                slot[n] = leaf
+                continue
+            near = Fraction(0)
+            for x in ([np.clip(worst[2], lo, hi)] if worst is not None else []) + [(lo + hi) / 2]:
+                near = max(near, self._gap(x, cube))
+                if self.point is not None:
+                    return root, []
+            i = Search._branch(p, lo, hi, width0, worst)
+            if 2 * near >= self.eps or hi[i] - lo[i] <= MIN_WIDTH * max(width0[i], 1e-300):
+                left.append((cons, cube, slot, n))
+                continue
+            c = (cube[i][0] + cube[i][1]) / 2
+            below, above = list(cube), list(cube)
+            below[i], above[i] = (cube[i][0], c), (c, cube[i][1])
+            g = {i: Fraction(1), ONE: -c}
+            children = [None, None]
+            slot[n] = {"split": [format_rational(v) for v in _dense(g, p.d)], "children": children}
+            self.splits += 1
+            stack += [(cons + [({i: Fraction(-1), ONE: c}, "ge")], below, children, 1),
+                      (cons + [(g, "ge")], above, children, 0)]
+        return root, left
+
+    def _close(self, cube: list, plans: list) -> dict | None:
+        """The leaf ``{"relaxed": [[w⁺, w⁻] per output]}`` when every float plan rounds to an exact
+        witness of its atom (the checker's ``relax.infeasible``), else None."""
+        rows = LeafRows(self.p.F, cube, self.p.forms, self.p.pairs)
+        ws = []
+        for w in plans:
+            exact = self.p.witness(cube, w, rows)
+            if exact is None:
+                return None
+            ws.append(_sparse(exact, len(rows)))
+        return {"relaxed": [ws[k:k + 2] for k in range(0, len(ws), 2)]}
+
+    def _gap(self, x: np.ndarray, cube: list) -> Fraction:
+        """|A − B|∞ exactly at the float point x (rounded to 9 digits, else read exactly, clamped into the
+        cell); a point where it exceeds ε is ``point``."""
+        top = Fraction(0)
+        for point in ([Fraction(f"{float(v):.9g}") for v in x], [Fraction(float(v)) for v in x]):
+            point = [min(max(v, lo), hi) for v, (lo, hi) in zip(point, cube)]
+            top = max(top, gap := self.gap(point))
+            if gap > self.eps:
+                self.point = point
+                break
+        return top
+
+
+def _dense(g: dict, d: int) -> list:
+    return [g.get(i, Fraction(0)) for i in range(d)] + [g.get(ONE, Fraction(0))]

@@ -1,0 +1,152 @@
+"""ε-equivalence by the differential relaxation (issue 26, finding 10): the relaxation's rows hold at
+every point (checked against exact evaluation of every node, pairs included), ``equiv --tolerance``
+proves a network against its quantised copy on a property region with relaxed E1 leaves that the
+checker accepts, finds exact counterexamples, and the checker refuses tampered relaxed leaves."""
+from __future__ import annotations
+
+import copy
+import json
+import random
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from nets import random_net, relu_net
+
+from exactform.checker import equiv as check_equiv
+from exactform.checker.equiv import Forms, outputs, read_model
+from exactform.checker.reader import ONE, Malformed, Refuted
+from exactform.checker.relax import LeafRows, pairs
+from exactform.models import MaxoutLayer, MaxoutNet
+from exactform.prove.equiv import certificate, compare
+
+F = Fraction
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def quantised(net: MaxoutNet, step: Fraction) -> MaxoutNet:
+    """Every weight and bias rounded to a multiple of ``step``."""
+    r = lambda v: [r(x) for x in v] if isinstance(v, list) else round(v / step) * step  # noqa: E731
+    return MaxoutNet(net.domain, [MaxoutLayer(r(l.weight), r(l.bias)) for l in net.layers],
+                     r(net.readout_weight), r(net.readout_bias))
+
+
+def node_values(Fm: Forms, x: list) -> dict:
+    """Every variable of the node table at x, exactly (nodes in order: a max of its pieces; hardmax:
+    the average of the values of the tokens of top score)."""
+    v = {i: xi for i, xi in enumerate(x)} | {ONE: F(1)}
+    at = lambda f: sum((a * v[k] for k, a in dict(f).items()), F(0))  # noqa: E731
+    for k, (kind, data) in enumerate(Fm.nodes):
+        if kind == "max":
+            v[Fm.d + k] = max(at(p) for p in data)
+        else:
+            scores = [at(s) for s, _ in data]
+            top = [at(val) for s, (_, val) in zip(scores, data) if s == max(scores)]
+            v[Fm.d + k] = sum(top, F(0)) / len(top)
+    return v
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_row_holds_at_every_point(seed):
+    """The rows of ``relax.LeafRows`` — node bounds, pieces, chords and the pairs' differential rows —
+    are ≥ 0 at (x, the nodes' exact values) for random x in random sub-boxes: the relaxation is sound,
+    whatever the pairing found."""
+    rng = random.Random(seed)
+    a = relu_net(rng, [2, 5, 5, 4], outputs=2) if seed % 2 else random_net(rng, [2, 4, 4], max_rank=2, outputs=2)
+    b = quantised(a, F(1, 4 + seed))
+    box = [(F(-1), F(1))] * 2
+    Fm = Forms(box)
+    ya = outputs(Fm, read_model(a.to_json(), "a"))
+    mark = len(Fm.calls)
+    yb = outputs(Fm, read_model(b.to_json(), "b"))
+    related = pairs(Fm, mark)
+    assert related or seed % 2 == 0, "a ReLU network and its rounded copy pair their units"
+    for _ in range(4):
+        lo = [F(rng.randint(-8, 6), 8) for _ in box]
+        cube = [(l, l + F(rng.randint(1, 16 - int(8 + 8 * l)), 8) if l < 1 else l) for l in lo]
+        cube = [(l, min(h, F(1))) for l, h in cube]
+        rows = LeafRows(Fm, cube, [], related)
+        for _ in range(12):
+            x = [l + (h - l) * F(rng.randint(0, 64), 64) for l, h in cube]
+            v = node_values(Fm, x)
+            for i in range(len(rows)):
+                g, _ = rows[i]
+                assert sum((c * v[k] for k, c in g.items()), F(0)) >= 0, (i, rows.slots[i], x)
+    assert ya and yb
+
+
+def acas(tmp_path) -> tuple[dict, dict, list]:
+    """ACAS Xu 1_1 (read-out 0) against its float16 copy, on the φ3 region scaled by 1/10 about its centre."""
+    from exactform.benchmarks.equiv_bench import float16
+    from exactform.importers import import_network
+    net = import_network(str(ROOT / "data/acasxu/ACASXU_run2a_1_1_batch_2000.onnx"), [(F(-1), F(1))] * 5)
+    net = MaxoutNet(net.domain, net.layers, net.readout_weight[:1], net.readout_bias[:1])
+    lo = [F("-0.3035"), F("-0.0095"), F("0.4934"), F("0.3"), F("0.3")]
+    hi = [F("-0.2986"), F("0.0095"), F("0.5"), F("0.5"), F("0.5")]
+    box = [((l + h) / 2 - (h - l) / 20, (l + h) / 2 + (h - l) / 20) for l, h in zip(lo, hi)]
+    return net.to_json(), float16(net).to_json(), box
+
+
+def test_acas_against_float16_on_a_property_region(tmp_path):
+    a, b, box = acas(tmp_path)
+    outcome = compare(a, b, box, F(1, 20))
+    assert outcome.equal and outcome.tree is not None
+    cert = json.loads(json.dumps(certificate(a, b, box, F(1, 20), outcome.tree)))
+    leaves = [n for n in _nodes(cert["claims"][0]["evidence"]["tree"]) if "relaxed" in n]
+    assert leaves, "the region is proved by relaxed leaves"
+    assert check_equiv.check(cert, "c").startswith("|A(x) - B(x)|_inf <= 1/20")
+
+    tight = copy.deepcopy(cert)                 # a smaller tolerance, stated consistently: the witnesses fail
+    ev = tight["claims"][0]["evidence"]
+    ev["tolerance"] = "1/100000000"
+    tight["claims"][0]["statement"] = check_equiv.statement(box, F(1, 10 ** 8))
+    with pytest.raises(Refuted):
+        check_equiv.check(tight, "c")
+
+    moved = copy.deepcopy(cert)                 # B's read-out bias moved by 1: |A − B| ≥ 1 − 1/20 everywhere
+    bias = moved["models"]["b"]["readout"]["bias"]
+    bias[0] = str(F(bias[0]) + 1)
+    with pytest.raises(Refuted):
+        check_equiv.check(moved, "c")
+
+    for leaf in leaves[:1]:
+        wrong = copy.deepcopy(cert)             # one multiplier changed
+        node = next(n for n in _nodes(wrong["claims"][0]["evidence"]["tree"]) if "relaxed" in n)
+        w = node["relaxed"][0][0]
+        w["value"][0] = str(F(w["value"][0]) * 1000 + 7)
+        with pytest.raises(Refuted):
+            check_equiv.check(wrong, "c")
+        other = copy.deepcopy(cert)             # the witness of −D used for +D: names another atom's row
+        node = next(n for n in _nodes(other["claims"][0]["evidence"]["tree"]) if "relaxed" in n)
+        node["relaxed"][0] = [node["relaxed"][0][1], node["relaxed"][0][0]]
+        with pytest.raises(Refuted):
+            check_equiv.check(other, "c")
+        short = copy.deepcopy(cert)
+        node = next(n for n in _nodes(short["claims"][0]["evidence"]["tree"]) if "relaxed" in n)
+        node["relaxed"] = node["relaxed"][:0]
+        with pytest.raises(Malformed):
+            check_equiv.check(short, "c")
+    exact = copy.deepcopy(cert)                 # equality claimed: a relaxed leaf cannot show it
+    exact["claims"][0]["evidence"]["tolerance"] = None
+    exact["claims"][0]["statement"] = check_equiv.statement(box, None)
+    with pytest.raises(Refuted):
+        check_equiv.check(exact, "c")
+
+
+def test_counterexample_beyond_tolerance_is_exact():
+    """A copy rounded coarsely differs by more than ε somewhere: the point is exact and re-evaluates."""
+    rng = random.Random(3)
+    a = relu_net(rng, [2, 6, 6], outputs=1)
+    b = quantised(a, F(1, 2))
+    eps = F(1, 1000)
+    outcome = compare(a.to_json(), b.to_json(), list(zip(a.domain.lower, a.domain.upper)), eps)
+    assert not outcome.equal
+    assert max(abs(p - q) for p, q in zip(a(outcome.point), b(outcome.point))) > eps
+
+
+def _nodes(tree):
+    stack = [tree]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack += n.get("children", [])
