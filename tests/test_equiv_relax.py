@@ -150,3 +150,22 @@ def _nodes(tree):
         n = stack.pop()
         yield n
         stack += n.get("children", [])
+
+
+def test_workers_give_the_same_tree(monkeypatch):
+    """The relaxation's cells expanded breadth first and proved as tasks on 2 processes: the same tree
+    as one process, and the checker accepts it."""
+    import exactform.prove.equiv as search
+    from exactform.executor import make_executor
+    monkeypatch.setattr(search, "SUBTREES", 4)
+    a, b, box = acas(None)
+    box = [(lo - 2 * (hi - lo), hi + 2 * (hi - lo)) for lo, hi in box]
+    trees = []
+    for workers in (1, 2):
+        with make_executor(workers, None) as executor:
+            outcome = compare(a, b, box, F(1, 20), executor=executor)
+        assert outcome.equal
+        trees.append(json.dumps(outcome.tree))
+    assert trees[0] == trees[1] and trees[0].count('"relaxed"') > 1
+    cert = json.loads(json.dumps(certificate(a, b, box, F(1, 20), json.loads(trees[1]))))
+    assert check_equiv.check(cert, "c").startswith("|A(x) - B(x)|_inf <= 1/20")

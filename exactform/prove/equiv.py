@@ -239,13 +239,23 @@ def _parts(s: Split) -> list:
 _SEARCHES: dict = {}
 
 
-def _subtree_task(context: bytes, task: tuple) -> Tally:
-    """A worker's task: ``Search.subtree`` of one cell (the Search built once per process)."""
+def _search(context: bytes) -> "Search":
+    """The Search of a pickled context, built once per worker process."""
     digest = hashlib.sha256(context).digest()
     if digest not in _SEARCHES:
         _SEARCHES.clear()
         _SEARCHES[digest] = Search(*pickle.loads(context))
-    return _SEARCHES[digest].subtree(*task)
+    return _SEARCHES[digest]
+
+
+def _subtree_task(context: bytes, task: tuple) -> Tally:
+    """A worker's task: ``Search.subtree`` of one cell."""
+    return _search(context).subtree(*task)
+
+
+def _relaxed_task(context: bytes, task: tuple) -> tuple:
+    """A worker's task: ``Search.relaxed_subtree`` of one cell."""
+    return _search(context).relaxed_subtree(*task)
 
 
 def _float_outputs(net: MaxoutNet, x: np.ndarray) -> np.ndarray:
@@ -322,32 +332,63 @@ class Search:
         self.outcome = Outcome(True, nodes=len(self.F.nodes))
         self.cons = box_constraints(box)
 
-    def run(self) -> Outcome:
+    def run(self, executor=None, progress=None) -> Outcome:
         first = None if self.max_diff else self.probe()
         if first is not None and first.value > self.tolerance:
             self.outcome.equal, self.outcome.point = False, first.point
             return self.outcome
         if self.relax:
-            self.relaxed()
+            self.relaxed(executor, progress)
         else:
             self.outcome.tree = self._solve(Cell(self.d, self.cons), {}, {})
         return self.outcome
 
-    def relaxed(self) -> None:
+    def relaxed(self, executor=None, progress=None) -> None:
         """|A − B|∞ ≤ ε by the differential relaxation (``equiv_relax``): its tree, with the cells it
-        leaves open proved by the exact cell search; or the point it finds."""
+        leaves open proved by the exact cell search; or the point it finds.  With an ``executor`` of
+        several workers the cells are expanded breadth first until ``SUBTREES`` wait, and each is proved
+        as a task (``relaxed_subtree``), merged in order: the tree does not depend on the executor."""
         r = Relaxed(self.F, self.bound.mark, self.diff, self.box, self.tolerance, self._gap)
-        root, left = r.run(self.cons, self.box)
+        workers = getattr(executor, "workers", 1)
+        root, left, waiting = r.run(self.cons, self.box, SUBTREES if workers > 1 else None, progress)
         out = self.outcome
         out.leaves, out.splits = out.leaves + r.leaves, out.splits + r.splits
         if r.point is not None:
             out.equal, out.point = False, r.point
             return
+        if waiting:
+            if not isinstance(self.context, bytes):
+                self.context = pickle.dumps(self.context)
+            done = executor.map(functools.partial(_relaxed_task, self.context), [(c, cube) for c, cube, _, _ in waiting])
+            for (_, _, slot, n), (tree, point, leaves, splits) in zip(waiting, done):
+                out.leaves, out.splits = out.leaves + leaves, out.splits + splits
+                if progress:
+                    progress(leaves + splits)
+                if point is not None:
+                    out.equal, out.point = False, point
+                    return
+                slot[n] = tree
+        if not self.fill(left):
+            return
+        out.tree = root[0]
+
+    def fill(self, left: list) -> bool:
+        """The cells the relaxation left open, each proved by the cell search in its slot; False once a
+        counterexample is found."""
         for cons, _, slot, n in left:
             slot[n] = self._solve(Cell(self.d, cons), {}, {})
             if slot[n] is None:
-                return
-        out.tree = root[0]
+                return False
+        return True
+
+    def relaxed_subtree(self, cons: list, cube: list) -> tuple:
+        """``(tree, point, leaves, splits)`` of the relaxation (and the cell search where it stops) on one
+        cell, for a worker."""
+        r = Relaxed(self.F, self.bound.mark, self.diff, self.box, self.tolerance, self._gap)
+        root, left, _ = r.run(cons, cube)
+        if r.point is None and not self.fill(left):
+            return None, self.outcome.point, r.leaves, r.splits
+        return root[0], r.point, r.leaves, r.splits
 
     def probe(self) -> Tally:
         """The largest exact |A − B|∞ (``exactform.models``, one batch per model) at the box's centre,
@@ -387,7 +428,7 @@ class Search:
             out.equal, out.point = False, first.point
             return out
         if self.relax:
-            self.relaxed()
+            self.relaxed(executor, progress)
             out.tree = None
             return out
         upper = self.bound.upper(self.box)
@@ -669,7 +710,7 @@ def compare(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None = 
     ``exactform.models``.  ``relax`` (with a tolerance ε > 0): the differential relaxation first
     (``equiv_relax``), the cell search only on the cells it leaves open; else the cell search alone."""
     search = Search(a_json, b_json, box, tolerance, max_diff, relax)
-    outcome = search.run_pruned(executor, progress) if (max_diff if prune is None else prune) else search.run()
+    outcome = search.run_pruned(executor, progress) if (max_diff if prune is None else prune) else search.run(executor, progress)
     if max_diff and outcome.point is None:                   # |A − B| = 0 everywhere
         outcome.maximum, outcome.point = Fraction(0), [lo for lo, _ in box]
     if outcome.point is not None:

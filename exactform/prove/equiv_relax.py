@@ -63,18 +63,21 @@ class Relaxed:
             f += float(c) * dfns[i][c > 0]
         return float(f[:d] @ np.where(f[:d] > 0, hi, lo) + f[d])
 
-    def run(self, cons: list, cube: list) -> tuple[list, list]:
-        """``(root, open)``: ``root[0]`` the subtree over ``cube`` (whose cell constraints are ``cons``)
-        with relaxed leaves, and the cells left open ``[(cons, cube, slot, index)]`` (each slot[index] to
-        be filled by another search, the root's own slot included); stopped when ``point`` (|A − B|∞ > ε,
-        exact) was found."""
+    def run(self, cons: list, cube: list, wait: int | None = None, progress=None) -> tuple[list, list, list]:
+        """``(root, open, waiting)``: ``root[0]`` the subtree over ``cube`` (whose cell constraints are
+        ``cons``) with relaxed leaves, and the cells ``[(cons, cube, slot, index)]`` left open (each
+        slot[index] to be filled by the cell search, the root's own slot included) and, with ``wait``,
+        those still waiting when that many did (expanded breadth first; depth first to the end without);
+        stopped when ``point`` (|A − B|∞ > ε, exact) was found.  ``progress()``: once per cell."""
         p, width0 = self.p, np.array([float(hi - lo) for lo, hi in self.box])
         root, left = [None], []
         stack = [(cons, cube, root, 0)]
-        while stack:
+        while stack and (wait is None or len(stack) < wait):
             if self.deadline is not None and time.monotonic() > self.deadline:
                 raise Deadline()
-            cons, cube, slot, n = stack.pop()
+            if progress:
+                progress()
+            cons, cube, slot, n = stack.pop() if wait is None else stack.pop(0)
             lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
             bounds = p.bounds(lo, hi)
             plans, worst = [], None
@@ -100,7 +103,7 @@ class Relaxed:
             for x in ([np.clip(worst[2], lo, hi)] if worst is not None else []) + [(lo + hi) / 2]:
                 near = max(near, self._gap(x, cube))
                 if self.point is not None:
-                    return root, []
+                    return root, [], []
             i = Search._branch(p, lo, hi, width0, worst)
             if 2 * near >= self.eps or hi[i] - lo[i] <= MIN_WIDTH * max(width0[i], 1e-300):
                 left.append((cons, cube, slot, n))
@@ -112,9 +115,9 @@ class Relaxed:
             children = [None, None]
             slot[n] = {"split": [format_rational(v) for v in _dense(g, p.d)], "children": children}
             self.splits += 1
-            stack += [(cons + [({i: Fraction(-1), ONE: c}, "ge")], below, children, 1),
-                      (cons + [(g, "ge")], above, children, 0)]
-        return root, left
+            halves = [(cons + [(g, "ge")], above, children, 0), (cons + [({i: Fraction(-1), ONE: c}, "ge")], below, children, 1)]
+            stack += halves[::-1] if wait is None else halves
+        return root, left, stack
 
     def _close(self, cube: list, plans: list) -> dict | None:
         """The leaf ``{"relaxed": [[w⁺, w⁻] per output]}`` when every float plan rounds to an exact
