@@ -1,9 +1,11 @@
 """``exactform check`` (docs/spec.md §6.6): one verdict per certificate, bound to the user's model files.
 Loads the walk (C1–C5) or ``equiv`` (E1) by the certificate's kind, ``smt`` with ``--smt`` and ``report``
 with ``--junit``; none of them imports this module, so there is no cycle."""
+import argparse
 import os
 import sys
 
+from . import cost
 from .reader import Malformed, Refuted, Result, load
 
 BINDING = {"equality": ("maxout", "transformer"), "softmax": ("maxout", "transformer"), "equivalence": ("a", "b"),
@@ -52,11 +54,23 @@ def add_parser(sub):
     p.add_argument("--smt", action="store_true", help="also prove the obligations with Z3, queries built from the models")
     p.add_argument("-v", "--verbose", action="store_true", help="print every claim's statement")
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report (one case per claim)")
+    p.add_argument("--max-work", metavar="N", type=_work, default=cost.MAX_WORK,
+                   help=f"the bound on a certificate's work, checked before any arithmetic (default {cost.MAX_WORK:.0e}, "
+                        "about 13 CPU s; a larger one, knowingly, for a certificate that needs it)")
     p.epilog = "exactform --timeout SECONDS check ... stops the check after SECONDS (exit 1)."
     return p
 
+def _work(text: str) -> int:
+    """A positive integer, digits or ``AeB`` (A, B digits)."""
+    mantissa, _, exponent = text.partition("e")
+    if not (mantissa.isdigit() and (exponent.isdigit() or not _)) or int(mantissa) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive integer such as 1000000000 or 1e9")
+    return int(mantissa) * 10 ** int(exponent or 0)
+
+
 def run(args) -> int:
     """One line per certificate as it is checked, its failures, what is known; outputs checked first."""
+    cost.LIMIT[0] = args.max_work
     bound = {r: getattr(args, r) for r in ROLES if getattr(args, r) is not None}
     try:
         files = [f for p in args.certificates for f in (sorted(os.path.join(p, n) for n in os.listdir(p) if "cert" in n

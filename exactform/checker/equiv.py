@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .cost import MAX_WORK, weight
+from .cost import beyond, weight
 from .reader import (FORMAT, ONE, Malformed, Refuted, box, combine, domain, fields, integer, interval, items, load,
                      rational, read_maxout, read_transformer, row, spent)
 
@@ -204,9 +204,9 @@ def work(tree, models, d: int, where: str) -> int:
         else:       # a leaf values the nodes; a relaxed one bounds every node's pieces and pairs on its box
             relaxed = isinstance(node, dict) and "relaxed" in node
             total += size * (d + 1) + (RELAXED * (build + build_b) * (d + 2) if relaxed else 0)
-    if (total := total * weight(int(3.33 * spent[1]) + 1)) > MAX_WORK:
-        raise Malformed(f"{where}: checking it would touch about {total:.2e} weighted entries (tree nodes × decisions "
-                        f"× constraints, model sizes), beyond the checker's limit {MAX_WORK:.0e}")
+    if error := beyond(total := total * weight(int(3.33 * spent[1]) + 1), where,
+                       "tree nodes × decisions × constraints, model sizes"):
+        raise error
     return total
 
 

@@ -15,7 +15,7 @@ import hashlib
 import json
 from fractions import Fraction
 
-from .cost import MAX_WORK
+from .cost import beyond
 from .equiv import Forms, outputs, read_model
 from . import vnnlib
 from .relax import LeafRows, infeasible
@@ -179,9 +179,8 @@ def check(cert: dict, name: str, net_file=None, property_file=None) -> str:
     bound = _bound(ev, model, (d, m, stated), name, net_file, property_file)
     trees = items(ev["trees"], "evidence.trees", len(disjuncts))
     work = _count(trees) * (_size(model) + sum(len(a) for _, atoms in disjuncts for a in atoms)) * (d + 2)
-    if work > MAX_WORK:
-        raise Malformed(f"checking it would touch about {work:.2e} form entries (leaves × model size × inputs), "
-                        f"beyond the checker's limit {MAX_WORK:.0e}")
+    if error := beyond(work, "claims[0].evidence.trees", "leaves × model size × inputs"):
+        raise error
     for k, ((cube, atoms), tree) in enumerate(zip(disjuncts, trees)):
         F = Forms(cube)
         forms = [atom_form(a, d, outputs(F, model)) for a in atoms]
