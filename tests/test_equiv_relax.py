@@ -169,3 +169,27 @@ def test_workers_give_the_same_tree(monkeypatch):
     assert trees[0] == trees[1] and trees[0].count('"relaxed"') > 1
     cert = json.loads(json.dumps(certificate(a, b, box, F(1, 20), json.loads(trees[1]))))
     assert check_equiv.check(cert, "c").startswith("|A(x) - B(x)|_inf <= 1/20")
+
+
+def test_the_work_bound_is_the_runs(tmp_path, capsys):
+    """``check --max-work N`` replaces the bound for this run: a certificate over it is refused before
+    any arithmetic (exit 2, the message names the option), accepted under a larger one; the prover's
+    ``check_work`` is the figure the checker compares."""
+    from exactform.checker import cost
+    from exactform.cli import main
+    from exactform.formats import write_json
+    from exactform.prove.equiv import check_work
+    a, b, box = acas(tmp_path)
+    outcome = compare(a, b, box, F(1, 20))
+    path = tmp_path / "r.cert.json"
+    write_json(path, certificate(a, b, box, F(1, 20), outcome.tree))
+    needed = check_work(a, b, outcome.tree, len(box))
+    assert main(["check", str(path), "--max-work", str(needed - 1)]) == 2
+    assert "--max-work" in capsys.readouterr().err
+    assert main(["check", str(path), "--max-work", str(needed)]) == 0
+    assert main(["check", str(path), "--max-work", "1e12"]) == 0 and main(["check", str(path)]) == 0
+    assert cost.LIMIT[0] == cost.MAX_WORK
+    for bad in ("0", "1.5e9", "-3", "1e", "x"):
+        with pytest.raises(SystemExit) as e:
+            main(["check", str(path), "--max-work", bad])
+        assert e.value.code == 2

@@ -10,6 +10,7 @@ unpruned search."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -55,7 +56,8 @@ def run(args) -> int:
     from ..formats import InputError, write_json
     from ..models.box import domain_box, parse_domain
     from ..numbers import RationalSyntaxError, format_rational, parse_rational
-    from ..prove.equiv import certificate, compare
+    from ..checker.cost import MAX_WORK
+    from ..prove.equiv import certificate, check_work, compare
     from ..progress import Count
 
     start = time.perf_counter()
@@ -94,6 +96,11 @@ def run(args) -> int:
         tree = outcome.tree if not args.max_diff else compare(a, b, box, claim_tolerance).tree
         write_json(args.cert, certificate(a, b, box, claim_tolerance, tree))
         written = args.cert
+        if (needed := check_work(a, b, tree, len(box))) > MAX_WORK:
+            print(f"exactform: note: {args.cert} is beyond the checker's default work bound ({needed:.1e} > "
+                  f"{MAX_WORK:.0e}): check it with `exactform check {args.cert} --max-work "
+                  f"{f'{2 * needed:.0e}'.replace('+', '').replace('e0', 'e')}`",
+                  file=sys.stderr)
     text = lambda v: [format_rational(x) for x in v]  # noqa: E731
     if args.json:
         doc = {"equal": outcome.equal if not args.max_diff else outcome.maximum == 0, "leaves": outcome.leaves,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import functools
 import hashlib
+import json
 import pickle
 import random
 from dataclasses import dataclass
@@ -722,6 +723,21 @@ def compare(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None = 
         if not (inside and found):
             raise ArithmeticError("internal error: the reported point does not re-evaluate as found")
     return outcome
+
+
+def check_work(a_json: dict, b_json: dict, tree: dict, d: int) -> int:
+    """The checker's work bound for the certificate of ``tree`` (``check --max-work`` must be at least this;
+    its numbers' lengths are the models', a witness's are short dyadics)."""
+    from ..checker import cost
+    from ..checker.equiv import read_model, work
+    from ..checker.reader import spent
+    spent[:] = [0, 0]
+    models = (read_model(a_json, "a"), read_model(b_json, "b"))
+    limit, cost.LIMIT[0] = cost.LIMIT[0], 10 ** 30
+    try:
+        return work(json.loads(json.dumps(tree)), models, d, "tree")
+    finally:
+        cost.LIMIT[0] = limit
 
 
 def _exact(doc: dict):
