@@ -344,7 +344,7 @@ class Search:
             self.outcome.tree = self._solve(Cell(self.d, self.cons), {}, {})
         return self.outcome
 
-    def relaxed(self, executor=None, progress=None) -> None:
+    def relaxed(self, executor=None, progress=None, prune: bool = False) -> None:
         """|A − B|∞ ≤ ε by the differential relaxation (``equiv_relax``): its tree, with the cells it
         leaves open proved by the exact cell search; or the point it finds.  With an ``executor`` of
         several workers the cells are expanded breadth first until ``SUBTREES`` wait, and each is proved
@@ -360,7 +360,8 @@ class Search:
         if waiting:
             if not isinstance(self.context, bytes):
                 self.context = pickle.dumps(self.context)
-            done = executor.map(functools.partial(_relaxed_task, self.context), [(c, cube) for c, cube, _, _ in waiting])
+            done = executor.map(functools.partial(_relaxed_task, self.context),
+                                [(c, cube, prune) for c, cube, _, _ in waiting])
             for (_, _, slot, n), (tree, point, leaves, splits) in zip(waiting, done):
                 out.leaves, out.splits = out.leaves + leaves, out.splits + splits
                 if progress:
@@ -369,27 +370,35 @@ class Search:
                     out.equal, out.point = False, point
                     return
                 slot[n] = tree
-        if not self.fill(left):
+        if not self.fill(left, prune):
             return
-        out.tree = root[0]
+        out.tree = None if prune else root[0]
 
-    def fill(self, left: list) -> bool:
-        """The cells the relaxation left open, each proved by the cell search in its slot; False once a
-        counterexample is found."""
-        for cons, _, slot, n in left:
+    def fill(self, left: list, prune: bool = False) -> bool:
+        """The cells the relaxation left open, each proved by the cell search in its slot (``prune``: the
+        pruned search, no witnesses, no subtree); False once a counterexample is found."""
+        for cons, cube, slot, n in left:
+            if prune:
+                tally = self.subtree((cons, {}, cube, {}, None), None)
+                self.outcome.leaves, self.outcome.splits = self.outcome.leaves + tally.leaves, self.outcome.splits + tally.splits
+                if tally.refuted:
+                    self.outcome.equal, self.outcome.point = False, tally.point
+                    return False
+                continue
             slot[n] = self._solve(Cell(self.d, cons), {}, {})
             if slot[n] is None:
                 return False
         return True
 
-    def relaxed_subtree(self, cons: list, cube: list) -> tuple:
+    def relaxed_subtree(self, cons: list, cube: list, prune: bool = False) -> tuple:
         """``(tree, point, leaves, splits)`` of the relaxation (and the cell search where it stops) on one
         cell, for a worker."""
         r = Relaxed(self.F, self.bound.mark, self.diff, self.box, self.tolerance, self._gap)
         root, left, _ = r.run(cons, cube)
-        if r.point is None and not self.fill(left):
-            return None, self.outcome.point, r.leaves, r.splits
-        return root[0], r.point, r.leaves, r.splits
+        self.outcome = Outcome(True)
+        if r.point is None and not self.fill(left, prune):
+            return None, self.outcome.point, r.leaves + self.outcome.leaves, r.splits + self.outcome.splits
+        return root[0], r.point, r.leaves + self.outcome.leaves, r.splits + self.outcome.splits
 
     def probe(self) -> Tally:
         """The largest exact |A − B|∞ (``exactform.models``, one batch per model) at the box's centre,
@@ -429,8 +438,7 @@ class Search:
             out.equal, out.point = False, first.point
             return out
         if self.relax:
-            self.relaxed(executor, progress)
-            out.tree = None
+            self.relaxed(executor, progress, prune=True)
             return out
         upper = self.bound.upper(self.box)
         if upper <= self.tolerance and (upper == 0 or not self.max_diff):
