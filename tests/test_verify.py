@@ -258,9 +258,9 @@ def test_certificate_bound_to_its_files(proved, tmp_path):
 def test_work_bounded_before_arithmetic(proved, monkeypatch):
     """The leaves (counted from the tree's shape) × model size × inputs are compared with the checker's
     limit before any node table is built; a malformed node is named."""
-    from exactform.checker import verify_cert
+    from exactform.checker import cost, verify_cert
     net, prop, cert = proved
-    monkeypatch.setattr(verify_cert, "MAX_WORK", 10)
+    monkeypatch.setattr(cost, "LIMIT", [10])
     monkeypatch.setattr(verify_cert, "Forms", None)              # reaching arithmetic would fail differently
     with pytest.raises(ValueError, match="beyond the checker's limit"):
         check(load(cert), "c")
