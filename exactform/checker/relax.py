@@ -40,10 +40,17 @@ def _linear(terms: list, d: int) -> tuple:
     return D // g, [v // g for v in nums]
 
 
-def _extreme(f: tuple, cube: list, up: bool) -> Fraction:
-    """max (``up``) or min of the affine function f over the box."""
+def _extreme(f: tuple, box: tuple, up: bool) -> Fraction:
+    """max (``up``) or min of the affine function f over the box ``(D, [(D·lower, D·upper)])`` (``_scaled``)."""
     den, nums = f
-    return (sum((v * cube[j][(v > 0) == up] for j, v in enumerate(nums[:-1]) if v), Fraction(0)) + nums[-1]) / den
+    D, ends = box
+    return Fraction(sum(v * ends[j][(v > 0) == up] for j, v in enumerate(nums[:-1]) if v) + nums[-1] * D, den * D)
+
+
+def _scaled(cube: list) -> tuple:
+    """The box over one common denominator D: ``(D, [(D·lower, D·upper)])``, integers."""
+    D = math.lcm(*(e.denominator for ends in cube for e in ends))
+    return D, [(lo.numerator * (D // lo.denominator), hi.numerator * (D // hi.denominator)) for lo, hi in cube]
 
 
 def _dyadic(f: tuple, cube: list, up: bool) -> tuple:
@@ -174,13 +181,13 @@ def node_bounds(F, cube: list, pairs: list = ()) -> tuple[list, dict, dict]:
     ``max P − max Q`` lies between min_i δ_i and max_i δ_i, and ``max(δ_0, δ_1) = δ_1 + max(h, 0)``,
     ``min(δ_0, δ_1) = δ_1 + min(h, 0)`` with h = δ_0 − δ_1 bounded by ``_hinge``; when both nodes are
     fixed on the box to the same piece j, the difference is δ_j."""
-    d, plan = len(cube), relaxation_plan(F, pairs)
+    d, plan, box = len(cube), relaxation_plan(F, pairs), _scaled(cube)
     unit = [(1, [0] * j + [1] + [0] * (d - j)) for j in range(d)]
     fns = [(u, u) for u in unit]
     bounds, gaps, dfns = list(cube), {}, {}
     for k, ((kind, data), (pieces, g, paired)) in enumerate(zip(F.nodes, plan)):
         sides = [(_side(p, fns, d, False), _side(p, fns, d, True)) for p in pieces]
-        ivs = [(_extreme(lo, cube, False), _extreme(hi, cube, True)) for lo, hi in sides]
+        ivs = [(_extreme(lo, box, False), _extreme(hi, box, True)) for lo, hi in sides]
         if kind != "max":
             lo, hi = outward(min(a for a, _ in ivs), False), outward(max(b for _, b in ivs), True)
             bounds.append((lo, hi))
@@ -190,8 +197,8 @@ def node_bounds(F, cube: list, pairs: list = ()) -> tuple[list, dict, dict]:
         below, above = sides[j][0], None
         if g is not None:
             gside = (_side(g, fns, d, False), _side(g, fns, d, True))
-            gl, gu = (outward(max(_extreme(gside[0], cube, False), ivs[0][0] - ivs[1][1]), False),
-                      outward(min(_extreme(gside[1], cube, True), ivs[0][1] - ivs[1][0]), True))
+            gl, gu = (outward(max(_extreme(gside[0], box, False), ivs[0][0] - ivs[1][1]), False),
+                      outward(min(_extreme(gside[1], box, True), ivs[0][1] - ivs[1][0]), True))
             gaps[k] = (gl, gu)
             if gl >= 0 or gu <= 0:
                 below, above = sides[0 if gl >= 0 else 1]
@@ -201,8 +208,8 @@ def node_bounds(F, cube: list, pairs: list = ()) -> tuple[list, dict, dict]:
                 s = min(outward(hu / (hu - hl), True), Fraction(1))
                 t = outward(max(-s * hl, hu - s * hu), True)
                 above = _linear([(Fraction(1), sides[b][1]), (h[0] * s, h[1]), (t, (1, [0] * d + [1]))], d)
-        lo = max(max(a for a, _ in ivs), _extreme(below, cube, False))
-        hi = max(b for _, b in ivs) if above is None else min(max(b for _, b in ivs), _extreme(above, cube, True))
+        lo = max(max(a for a, _ in ivs), _extreme(below, box, False))
+        hi = max(b for _, b in ivs) if above is None else min(max(b for _, b in ivs), _extreme(above, box, True))
         lo, hi = outward(lo, False), outward(hi, True)
         bounds.append((lo, hi))
         fns.append((_dyadic(below, cube, False), _constant(hi, d) if above is None else _dyadic(above, cube, True)))
@@ -214,8 +221,8 @@ def node_bounds(F, cube: list, pairs: list = ()) -> tuple[list, dict, dict]:
                 fn = tuple(_side(delta[fixed[0]], fns, d, up, dfns) for up in (False, True))
             else:
                 hf = (_side(h, fns, d, False, dfns), _side(h, fns, d, True, dfns))
-                low, high = _hinge(hf, outward(_extreme(hf[0], cube, False), False),
-                                   outward(_extreme(hf[1], cube, True), True), d)
+                low, high = _hinge(hf, outward(_extreme(hf[0], box, False), False),
+                                   outward(_extreme(hf[1], box, True), True), d)
                 base = [_side(delta[1], fns, d, up, dfns) for up in (False, True)]
                 fn = (_linear([(Fraction(1), base[0]), (Fraction(1), low)], d),
                       _linear([(Fraction(1), base[1]), (Fraction(1), high)], d))
