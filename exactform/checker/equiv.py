@@ -185,10 +185,11 @@ def _model_work(m) -> list:
 RELAXED = 8        # a relaxed leaf's work per form entry × (d + 2): its pieces' and pairs' functions, both sides
 
 
-def work(tree, models, d: int, where: str) -> int:
+def work(tree, models, d: int) -> int:
     """An upper bound on the entries the check touches, from the sizes alone (before any arithmetic): the
     models' forms (T² scores a head), and per tree node its witnesses over the cell's constraints, the
-    decisions it inherits and, at a leaf, the models' nodes valued as affine maps of x."""
+    decisions it inherits and, at a leaf, the models' nodes valued as affine maps of x; weighted by the
+    longest number read."""
     (build, nodes), (build_b, nodes_b) = map(_model_work, models)
     size = nodes + nodes_b
     total, stack = build + build_b, [(tree, 2 * d, 0)]
@@ -204,10 +205,7 @@ def work(tree, models, d: int, where: str) -> int:
         else:       # a leaf values the nodes; a relaxed one bounds every node's pieces and pairs on its box
             relaxed = isinstance(node, dict) and "relaxed" in node
             total += size * (d + 1) + (RELAXED * (build + build_b) * (d + 2) if relaxed else 0)
-    if error := beyond(total := total * weight(int(3.33 * spent[1]) + 1), where,
-                       "tree nodes × decisions × constraints, model sizes"):
-        raise error
-    return total
+    return total * weight(int(3.33 * spent[1]) + 1)
 
 
 def implied(cons: list, h: dict, strict: bool, w: dict) -> bool:
@@ -264,7 +262,9 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
             raise Refuted(f"{name}: the certificate's model {role} is not the model in {path}")
         if path is not None and cube != model.box:          # bound: about the files' own domain, not a box of its choice
             raise Refuted(f"{name}: the box {domain(cube)} is not the domain {domain(model.box)} of the model in {path}")
-    work(ev["tree"], (a, b), d, "claims[0].evidence.tree")
+    if error := beyond(work(ev["tree"], (a, b), d), "claims[0].evidence.tree",
+                       "tree nodes × decisions × constraints, model sizes"):
+        raise error
     F = Forms(cube)
     ya = outputs(F, a)
     mark = len(F.calls)

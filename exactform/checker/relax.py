@@ -59,9 +59,9 @@ def _dyadic(f: tuple, cube: list, up: bool) -> tuple:
     of the functions do not grow from node to node."""
     den, nums = f
     d = len(cube)
-    coefficients = [outward(Fraction(v, den), up) for v in nums[:d]]
-    residue = sum((Fraction(v, den) - c) * cube[i][((Fraction(v, den) - c) > 0) == up]
-                  for i, (v, c) in enumerate(zip(nums, coefficients)) if c * den != v)
+    exact = [Fraction(v, den) for v in nums[:d]]
+    coefficients = [outward(q, up) for q in exact]
+    residue = sum((r := q - c) * cube[i][(r > 0) == up] for i, (q, c) in enumerate(zip(exact, coefficients)) if q != c)
     return _linear([(c, (1, [0] * i + [1] + [0] * (d - i))) for i, c in enumerate(coefficients) if c] +
                    [(outward(Fraction(nums[d], den) + residue, up), (1, [0] * d + [1]))], d)
 
@@ -257,7 +257,7 @@ class LeafRows:
         self.slots = [(None, j) for j in range(2 * F.d)]          # (node, slot in its group) per row
         for k, (kind, data) in enumerate(F.nodes):
             self.slots += [(k, j) for j in range(2 + (len(data) + (len(data) == 2) if kind == "max" else 0))]
-        self.slots += [(-2, j) for j in range(2 * len(self.diffs))]
+        self.slots += [(-2, j) for j in range(2 * len(pairs))]
         self.slots += [(-1, j) for j in range(len(atoms))]
         self.built: dict = {}
 
@@ -276,10 +276,9 @@ class LeafRows:
             return {x: Fraction(1), ONE: -lo} if j % 2 == 0 else {x: Fraction(-1), ONE: hi}
         if k == -1:
             return self.atoms[j]
-        if k == -2:
-            n = sorted(self.diffs)[j // 2]
-            a, s, b, t = self.pairs[n][:4]
-            den, nums = self.diffs[n][j % 2]
+        if k == -2:                     # every pair has its functions (node_bounds), in the pairs' order
+            a, s, b, t = self.pairs[j // 2][:4]
+            den, nums = self.diffs[j // 2][j % 2]
             fn = {i: Fraction(v, den) for i, v in enumerate(nums[:-1]) if v} | {ONE: Fraction(nums[-1], den)}
             sign = 1 if j % 2 == 0 else -1
             return combine([(sign, {a: s, b: -t}), (-sign, fn)])

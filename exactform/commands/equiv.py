@@ -98,9 +98,7 @@ def run(args) -> int:
         written = args.cert
         if (needed := check_work(a, b, tree, len(box))) > MAX_WORK:
             print(f"exactform: note: {args.cert} is beyond the checker's default work bound ({needed:.1e} > "
-                  f"{MAX_WORK:.0e}): check it with `exactform check {args.cert} --max-work "
-                  f"{f'{2 * needed:.0e}'.replace('+', '').replace('e0', 'e')}`",
-                  file=sys.stderr)
+                  f"{MAX_WORK:.0e}): check it with `exactform check {args.cert} --max-work {needed}`", file=sys.stderr)
     text = lambda v: [format_rational(x) for x in v]  # noqa: E731
     if args.json:
         doc = {"equal": outcome.equal if not args.max_diff else outcome.maximum == 0, "leaves": outcome.leaves,

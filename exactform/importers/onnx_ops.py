@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from itertools import product
 
 import numpy as np
 
@@ -524,13 +525,18 @@ def _window_attrs(node, spatial, kernel):
     return strides, pads, dilations
 
 
-def op_conv(low, node, args):
-    x = constant_free(args[0])
-    w = fractions(constant(args[1], "the kernel"))
+def _kernel_operands(node, args) -> tuple:
+    """``(x, W, group, bias)`` of a ``Conv`` / ``ConvTranspose``: the input, the constant kernel as
+    Fractions, the group count and ``bias(m)``: the m output channels' biases (zeros without one)."""
     bias = optional(args, 2)
+    return (constant_free(args[0]), fractions(constant(args[1], "the kernel")), attr(node, "group", 1),
+            lambda m: [ZERO] * m if bias is None else list(fractions(constant(bias, "the bias")).ravel()))
+
+
+def op_conv(low, node, args):
+    x, w, group, bias = _kernel_operands(node, args)
     n, channels, *spatial = x.shape
     m, per_group, *kernel = w.shape
-    group = attr(node, "group", 1)
     if per_group * group != channels or m % group:
         raise NodeError(f"kernel {list(w.shape)} with {group} group(s) does not fit input {list(x.shape)}")
     strides, pads, dilations = _window_attrs(node, spatial, kernel)
@@ -538,8 +544,7 @@ def op_conv(low, node, args):
     check_entries((n, m, *out), "the Conv output")
     low.charge(n * m * math.prod(out) * per_group * math.prod(kernel), "Conv")
     taps = [inside for _, inside, _ in windows(spatial, kernel, strides, pads, dilations, False)]
-    grid = x.grid()
-    b = [Fraction(0)] * m if bias is None else list(fractions(constant(bias, "the bias")).ravel())
+    grid, b = x.grid(), bias(m)
     terms, out_bias = [], []
     for batch in range(n):
         for oc in range(m):
@@ -554,12 +559,9 @@ def op_conv(low, node, args):
 def op_conv_transpose(low, node, args):
     """The transpose of ``Conv``: input position ``i`` and kernel position ``k`` add
     ``x[i]·W[k]`` to output position ``i·stride − pad_begin + k·dilation`` (an affine map)."""
-    x = constant_free(args[0])
-    w = fractions(constant(args[1], "the kernel"))
-    bias = optional(args, 2)
+    x, w, group, bias = _kernel_operands(node, args)
     n, channels, *spatial = x.shape
     c, per_group, *kernel = w.shape
-    group = attr(node, "group", 1)
     d = len(spatial)
     if c != channels or channels % group or len(kernel) != d:
         raise NodeError(f"kernel {list(w.shape)} with {group} group(s) does not fit input {list(x.shape)}")
@@ -588,15 +590,13 @@ def op_conv_transpose(low, node, args):
         raise NodeError(f"the transposed output {out} is empty")
     check_entries((n, m, *out), "the ConvTranspose output")
     low.charge(n * m * math.prod(out) + n * c * per_group * math.prod(spatial) * math.prod(kernel), "ConvTranspose")
-    from itertools import product
     taps: dict[tuple, list] = {}
     for ipos in product(*(range(i) for i in spatial)):
         for kpos in product(*(range(k) for k in kernel)):
             opos = tuple(i * s - b + k * dil for i, s, b, k, dil in zip(ipos, strides, begin, kpos, dilations))
             if all(0 <= o < size for o, size in zip(opos, out)):
                 taps.setdefault(opos, []).append((ipos, kpos))
-    grid = x.grid()
-    b = [ZERO] * m if bias is None else list(fractions(constant(bias, "the bias")).ravel())
+    grid, b = x.grid(), bias(m)
     terms, out_bias = [], []
     for batch in range(n):
         for oc in range(m):

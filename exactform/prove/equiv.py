@@ -15,7 +15,6 @@ from __future__ import annotations
 import collections
 import functools
 import hashlib
-import json
 import pickle
 import random
 from dataclasses import dataclass
@@ -29,7 +28,8 @@ from ..models import MaxoutNet
 from ..numbers import format_rational
 from ..geometry.lp import argmaximize, dual_simplex
 from .equiv_bound import DiffBound
-from .equiv_relax import Relaxed
+from .equiv_relax import Relaxed, affine_text
+from .verify import sparse_text
 
 Q = flint.fmpq
 
@@ -274,14 +274,6 @@ def _value(g: dict, x: list) -> Fraction:
     return sum((a * x[k] for k, a in g.items() if k != ONE), g.get(ONE, Fraction(0)))
 
 
-def _text(f: dict, d: int) -> list:
-    return [format_rational(f.get(i, Fraction(0))) for i in range(d)] + [format_rational(f.get(ONE, Fraction(0)))]
-
-
-def _witness_text(w: dict, m: int) -> dict:
-    return {"length": m, "index": sorted(w), "value": [format_rational(w[i]) for i in sorted(w)]}
-
-
 SUBTREES = 64       # the pruned search expands cells until this many wait, then searches each as a task
 BISECT = 6          # halvings of the box by the box bound before the cell search (--tolerance)
 PROBES, GRID = 64, 4096     # random points evaluated exactly before any search, coordinates on a 1/GRID grid
@@ -349,7 +341,7 @@ class Search:
         leaves open proved by the exact cell search; or the point it finds.  With an ``executor`` of
         several workers the cells are expanded breadth first until ``SUBTREES`` wait, and each is proved
         as a task (``relaxed_subtree``), merged in order: the tree does not depend on the executor."""
-        r = Relaxed(self.F, self.bound.mark, self.diff, self.box, self.tolerance, self._gap)
+        r = self._relaxation()
         workers = getattr(executor, "workers", 1)
         root, left, waiting = r.run(self.cons, self.box, SUBTREES if workers > 1 else None, progress)
         out = self.outcome
@@ -374,6 +366,9 @@ class Search:
             return
         out.tree = None if prune else root[0]
 
+    def _relaxation(self) -> Relaxed:
+        return Relaxed(self.F, self.bound.mark, self.diff, self.box, self.tolerance, self._gap)
+
     def fill(self, left: list, prune: bool = False) -> bool:
         """The cells the relaxation left open, each proved by the cell search in its slot (``prune``: the
         pruned search, no witnesses, no subtree); False once a counterexample is found."""
@@ -393,7 +388,7 @@ class Search:
     def relaxed_subtree(self, cons: list, cube: list, prune: bool = False) -> tuple:
         """``(tree, point, leaves, splits)`` of the relaxation (and the cell search where it stops) on one
         cell, for a worker."""
-        r = Relaxed(self.F, self.bound.mark, self.diff, self.box, self.tolerance, self._gap)
+        r = self._relaxation()
         root, left, _ = r.run(cons, cube)
         self.outcome = Outcome(True)
         if r.point is None and not self.fill(left, prune):
@@ -612,8 +607,8 @@ class Search:
                         break
                     raise Split(g, "closed", [("max", content), content[best], content[i]] if len(forms) == 2 else None)
                 else:
-                    entry = {"max": [_text(f, self.d) for f in forms], "top": [best],
-                             "witness": [_witness_text(witnesses.get(i, {}), len(cell.cons)) for i in range(len(forms))]}
+                    entry = {"max": [affine_text(f, self.d) for f in forms], "top": [best],
+                             "witness": [sparse_text(witnesses.get(i, {}), len(cell.cons)) for i in range(len(forms))]}
                     return content[best], entry
             raise ArithmeticError("no maximal piece found")          # unreachable: the order is total
         values = [_value(s, cell.point) for s in forms]
@@ -628,14 +623,14 @@ class Search:
                 pair = [cell.witness(g), cell.witness(combine([(-1, g)]))]
                 if None in pair:
                     raise Split(g, "strict")
-                witnesses.append([_witness_text(w, len(cell.cons)) for w in pair])
+                witnesses.append([sparse_text(w, len(cell.cons)) for w in pair])
                 members.append(i)
             else:
                 w = cell.witness(g, strict=True)
                 if w is None:
                     raise Split(g, "strict")
-                witnesses.append(_witness_text(w, len(cell.cons)))
-        entry = {"hardmax": [_text(f, self.d) for f in forms], "top": members, "witness": witnesses}
+                witnesses.append(sparse_text(w, len(cell.cons)))
+        entry = {"hardmax": [affine_text(f, self.d) for f in forms], "top": members, "witness": witnesses}
         return {content[i] for i in members}, entry
 
     def _solve(self, cell: Cell, decided: dict, memo: dict) -> dict | None:
@@ -662,11 +657,11 @@ class Search:
                 for i, part in enumerate(parts):
                     child = Cell(self.d, cell.cons + [part])
                     if child.interior() is None:
-                        children[i] = {"empty": _witness_text(child.witness({}, strict=True), len(child.cons))}
+                        children[i] = {"empty": sparse_text(child.witness({}, strict=True), len(child.cons))}
                     else:
                         waiting.append((child, decided, memo, children, i))
                 todo += waiting[::-1]
-                slot[n] = {"decide": entries, "split": _text(s.g, self.d), "children": children}
+                slot[n] = {"decide": entries, "split": affine_text(s.g, self.d), "children": children}
                 continue
             self.outcome.leaves += 1
             slot[n] = self._leaf(cell, diff, entries)
@@ -693,7 +688,7 @@ class Search:
                 h = D if pair[0] is None else negated(D)
                 self.outcome.equal, self.outcome.point = False, self._exceeding(cell, h, eps)
                 return None
-            bounds.append([_witness_text(w, len(cell.cons)) for w in pair])
+            bounds.append([sparse_text(w, len(cell.cons)) for w in pair])
         return {"decide": entries, "bound": bounds}
 
     def _exceeding(self, cell: Cell, h: dict, eps: Fraction) -> list:
@@ -734,18 +729,12 @@ def compare(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None = 
 
 
 def check_work(a_json: dict, b_json: dict, tree: dict, d: int) -> int:
-    """The checker's work bound for the certificate of ``tree`` (``check --max-work`` must be at least this;
+    """The checker's work figure for the certificate of ``tree`` (``check --max-work`` must be at least this;
     its numbers' lengths are the models', a witness's are short dyadics)."""
-    from ..checker import cost
     from ..checker.equiv import read_model, work
     from ..checker.reader import spent
     spent[:] = [0, 0]
-    models = (read_model(a_json, "a"), read_model(b_json, "b"))
-    limit, cost.LIMIT[0] = cost.LIMIT[0], 10 ** 30
-    try:
-        return work(json.loads(json.dumps(tree)), models, d, "tree")
-    finally:
-        cost.LIMIT[0] = limit
+    return work(tree, (read_model(a_json, "a"), read_model(b_json, "b")), d)
 
 
 def _exact(doc: dict):

@@ -98,9 +98,7 @@ class DiffBound:
             except Unsupported as e:
                 raise Unsupported(f"{name}: {e}") from None
             marks.append((len(F.calls), len(F.bounds)))
-        bound = cls(F, [combine([(1, p), (-1, q)]) for p, q in zip(*forms)], pairing(F, *marks[0]))
-        bound.mark = marks[0][0]
-        return bound
+        return cls(F, [combine([(1, p), (-1, q)]) for p, q in zip(*forms)], pairing(F, *marks[0]), marks[0][0])
 
     def __init__(self, F: Forms, diff: list, related: dict, mark: int = 0):
         self.F, self.diff, self.related, self.mark = F, diff, related, mark     # mark: A's calls in F.calls

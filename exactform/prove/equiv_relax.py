@@ -23,7 +23,7 @@ import numpy as np
 from ..checker.equiv import ONE, combine
 from ..checker.relax import LeafRows, pairs, through
 from ..numbers import format_rational
-from .verify import MARGIN, Deadline, Disjunct, Search, _sparse
+from .verify import MARGIN, Deadline, Disjunct, Search, sparse_text
 
 MIN_WIDTH = 2.0 ** -16       # a cell this narrow (relative to the box) that the relaxation cannot close goes to the cell search
 
@@ -113,7 +113,7 @@ class Relaxed:
             below[i], above[i] = (cube[i][0], c), (c, cube[i][1])
             g = {i: Fraction(1), ONE: -c}
             children = [None, None]
-            slot[n] = {"split": [format_rational(v) for v in _dense(g, p.d)], "children": children}
+            slot[n] = {"split": affine_text(g, p.d), "children": children}
             self.splits += 1
             halves = [(cons + [(g, "ge")], above, children, 0), (cons + [({i: Fraction(-1), ONE: c}, "ge")], below, children, 1)]
             stack += halves[::-1] if wait is None else halves
@@ -128,7 +128,7 @@ class Relaxed:
             exact = self.p.witness(cube, w, rows)
             if exact is None:
                 return None
-            ws.append(_sparse(exact, len(rows)))
+            ws.append(sparse_text(exact, len(rows)))
         return {"relaxed": [ws[k:k + 2] for k in range(0, len(ws), 2)]}
 
     def _gap(self, x: np.ndarray, cube: list) -> Fraction:
@@ -144,5 +144,6 @@ class Relaxed:
         return top
 
 
-def _dense(g: dict, d: int) -> list:
-    return [g.get(i, Fraction(0)) for i in range(d)] + [g.get(ONE, Fraction(0))]
+def affine_text(f: dict, d: int) -> list:
+    """An affine form of x as the certificate writes it: d coefficients, then the constant."""
+    return [format_rational(f.get(i, Fraction(0))) for i in range(d)] + [format_rational(f.get(ONE, Fraction(0)))]

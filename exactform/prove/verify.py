@@ -388,7 +388,7 @@ class Search:
                 mult[p.atoms_at + violated[0]] = 1.0
                 w = p.witness(cube, mult)
                 if w is not None:
-                    node["witness"] = _sparse(w, p.rows)
+                    node["witness"] = sparse_text(w, p.rows)
                     self.out.leaves += 1
                     continue
             solved = p.lp(lo, hi, bounds)
@@ -396,7 +396,7 @@ class Search:
             if solved is not None and solved[0] > MARGIN:
                 w = p.witness(cube, solved[1])
                 if w is not None:
-                    node["witness"] = _sparse(w, p.rows)
+                    node["witness"] = sparse_text(w, p.rows)
                     self.out.leaves += 1
                     continue
                 self.out.inexact += 1
@@ -461,7 +461,8 @@ def _subtree_task(task: tuple) -> Verdict:
     return search.out
 
 
-def _sparse(w: dict, n: int) -> dict:
+def sparse_text(w: dict, n: int) -> dict:
+    """A vector of n rationals with the entries ``w`` (the rest 0) as a certificate writes it."""
     return {"length": n, "index": sorted(w), "value": [format_rational(w[i]) for i in sorted(w)]}
 
 
@@ -471,7 +472,7 @@ def property_json(prop) -> dict:
 
     def atom(a):
         r = {i: q for i, q in a.x.items()} | {n + j: q for j, q in a.y.items()} | ({n + m: a.c} if a.c else {})
-        return _sparse(r, n + m + 1)
+        return sparse_text(r, n + m + 1)
     return {"inputs": n, "outputs": m, "disjuncts": [
         {"box": {"lower": [format_rational(lo) for lo, _ in d.box], "upper": [format_rational(hi) for _, hi in d.box]},
          "atoms": [atom(a) for a in d.atoms]} for d in prop.disjuncts]}
