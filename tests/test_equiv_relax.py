@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+from itertools import product
 from fractions import Fraction
 from pathlib import Path
 
@@ -183,7 +184,7 @@ def test_the_work_bound_is_the_runs(tmp_path, capsys):
     outcome = compare(a, b, box, F(1, 20))
     path = tmp_path / "r.cert.json"
     write_json(path, certificate(a, b, box, F(1, 20), outcome.tree))
-    needed = check_work(a, b, outcome.tree, len(box))
+    needed = check_work(a, b, outcome.tree, box)
     assert main(["check", str(path), "--max-work", str(needed - 1)]) == 2
     assert "--max-work" in capsys.readouterr().err
     assert main(["check", str(path), "--max-work", str(needed)]) == 0
@@ -193,3 +194,88 @@ def test_the_work_bound_is_the_runs(tmp_path, capsys):
         with pytest.raises(SystemExit) as e:
             main(["check", str(path), "--max-work", bad])
         assert e.value.code == 2
+
+
+def test_stated_tightenings_hold_at_every_point():
+    """Gaps tightened by witnesses (``LeafRows.tight``) — the prover's back-substitution and random
+    nonnegative multipliers of earlier rows alike — still contain every point's gap, and every row
+    still holds: a stated bound is only as strong as the rows it sums."""
+    import numpy as np
+
+    from exactform.checker.relax import layout, node_bounds
+    from exactform.prove.verify import Disjunct, dyadic
+    stated = 0
+    for seed, part in product(range(3), range(3)):
+        rng = random.Random(seed)
+        a = relu_net(rng, [2, 10, 10, 10, 10], outputs=2)
+        b = quantised(a, F(1, 6 + seed))
+        box = [(F(-1), F(1))] * 2
+        Fm = Forms(box)
+        outputs(Fm, read_model(a.to_json(), "a"))
+        mark = len(Fm.calls)
+        outputs(Fm, read_model(b.to_json(), "b"))
+        related = pairs(Fm, mark)
+        starts = layout(Fm, len(related), 0)[1]
+        rng.seed(part)
+        cube = box if not part else [(lo, min(lo + F(rng.randint(2, 8), 8), F(1))) for lo in
+                                     (F(rng.randint(-8, 4), 8) for _ in box)]
+        floats = [np.array([float(e) for e in ends]) for ends in zip(*cube)]
+        shown = Disjunct(Fm, box, [], related).bounds(*floats, tighten=True)[4]
+        guessed = {k: [(rng.randint(0, 1), {i: F(rng.randint(1, 9), 8) for i in rng.sample(range(starts[k]), 3)})]
+                   for k, (kind, data) in enumerate(Fm.nodes) if kind == "max" and len(data) == 2}
+        plain = node_bounds(Fm, cube, related)[1]
+        for tight in ({k: [(side, dyadic(w)) for side, w in ws] for k, ws in shown.items()}, guessed):
+            rows = LeafRows(Fm, cube, [], related, tight)
+            stated += sum(rows.gaps[k] != plain[k] for k in tight)
+            for _ in range(10):
+                v = node_values(Fm, [lo + (hi - lo) * F(rng.randint(0, 64), 64) for lo, hi in cube])
+                for i in range(len(rows)):
+                    assert sum((c * v[k] for k, c in rows[i][0].items()), F(0)) >= 0, (i, rows.slots[i])
+                for k, (gl, gu) in rows.gaps.items():
+                    P, Q = (sum((c * v[j] for j, c in dict(f).items()), F(0)) for f in Fm.nodes[k][1])
+                    assert gl <= P - Q <= gu
+    assert stated, "some witness tightened a gap"
+
+
+def test_tightening_witnesses_are_checked(tmp_path):
+    """On the φ1 region scaled by 1/10 the leaves state tightened gaps (back-substitution) and check;
+    refused: a negative multiplier, a row of the node itself, a node that is not a max of two pieces,
+    the tightenings dropped (the leaves' witnesses then fail)."""
+    a, b, _ = acas(tmp_path)
+    lo = [F("0.6"), F("-0.5"), F("-0.5"), F("0.45"), F("-0.5")]
+    hi = [F("0.6799"), F("0.5"), F("0.5"), F("0.5"), F("-0.45")]
+    box = [((l + h) / 2 - (h - l) / 20, (l + h) / 2 + (h - l) / 20) for l, h in zip(lo, hi)]
+    outcome = compare(a, b, box, F(1, 20))
+    assert outcome.equal and outcome.tree is not None
+    cert = json.loads(json.dumps(certificate(a, b, box, F(1, 20), outcome.tree)))
+    assert check_equiv.check(cert, "c").startswith("|A(x) - B(x)|_inf <= 1/20")
+    assert any(n.get("tighten") for n in _nodes(cert["claims"][0]["evidence"]["tree"]))
+
+    def tampered(change):
+        bad = copy.deepcopy(cert)
+        change(next(n for n in _nodes(bad["claims"][0]["evidence"]["tree"]) if n.get("tighten")))
+        return bad
+
+    def negative(n):
+        n["tighten"][0][2]["value"][0] = "-" + n["tighten"][0][2]["value"][0]
+
+    def own_row(n):
+        e = n["tighten"][-1]
+        e[2]["index"][-1] = e[2]["length"] - 1
+
+    def not_a_max(n):
+        n["tighten"][0][0] = 0
+
+    def dropped(n):
+        for m in _nodes(n):
+            m.pop("tighten", None)
+    with pytest.raises(Refuted):
+        check_equiv.check(tampered(negative), "c")
+    with pytest.raises(Refuted):
+        check_equiv.check(tampered(own_row), "c")
+    with pytest.raises(Malformed):
+        check_equiv.check(tampered(not_a_max), "c")
+    bad = copy.deepcopy(cert)
+    dropped(bad["claims"][0]["evidence"]["tree"])
+    with pytest.raises(Refuted):
+        check_equiv.check(bad, "c")

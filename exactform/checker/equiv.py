@@ -208,6 +208,40 @@ def work(tree, models, d: int) -> int:
     return total * weight(int(3.33 * spent[1]) + 1)
 
 
+def tightening(node: dict, at: str, F, rows: tuple, name: str) -> dict:
+    """A relaxed leaf's ``tighten`` entries ``[node, side, witness]`` as ``{k: [(side, w)]}`` for ``LeafRows``:
+    each a two-piece max node's variable, 0 (its gap's lower bound) or 1 (upper), and nonnegative multipliers
+    of rows before the node's own."""
+    slots, starts = rows
+    out: dict = {}
+    for n, e in enumerate(items(node.get("tighten", []), f"{at}.tighten")):
+        where = f"{at}.tighten[{n}]"
+        z, side, w = items(e, where, 3)
+        k = integer(z, f"{where}[0]", F.d, F.d + len(F.nodes) - 1) - F.d
+        if F.nodes[k][0] != "max" or len(F.nodes[k][1]) != 2:
+            raise Malformed(f"{where}[0]: variable {z} is not a max of two pieces")
+        w = row(w, f"{where}[2]", len(slots))
+        if any(i >= starts[k] or q < 0 for i, q in w.items()):
+            raise Refuted(f"{name}: {where}[2]: a multiplier is negative or names a row that is not before node {z}'s")
+        out.setdefault(k, []).append((integer(side, f"{where}[1]", 0, 1), w))
+    return out
+
+
+def evidence_work(tree, models: tuple, F) -> int:
+    """The whole check's work figure (``work``), with the entries the relaxed leaves' ``tighten`` witnesses
+    read (listed multipliers × the longest row of the node table ``F``), weighted alike."""
+    width, tight, stack = 3 + max((len(p) for kind, data in F.nodes if kind == "max" for p in data), default=0), 0, [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack += node["children"] if isinstance(node.get("children"), list) else []
+            for e in node.get("tighten", []) if isinstance(node.get("tighten"), list) else []:
+                w = e[2] if isinstance(e, list) and len(e) == 3 else None
+                tight += width * len(w["index"] if isinstance(w, dict) and isinstance(w.get("index"), list) else
+                                     w if isinstance(w, list) else [])
+    return work(tree, models, F.d) + tight * weight(int(3.33 * spent[1]) + 1)
+
+
 def implied(cons: list, h: dict, strict: bool, w: dict) -> bool:
     """Farkas: with multipliers w of ``cons`` (``(g, "ge"|"gt"|"eq")``), is h − Σ w_i g_i a constant
     c ≥ 0 (strict: c > 0, or c = 0 with a positive multiplier of a "gt" constraint)?"""
@@ -269,6 +303,9 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
     ya = outputs(F, a)
     mark = len(F.calls)
     diff = [(combine([(1, p), (-1, q)])) for p, q in zip(ya, outputs(F, b))]
+    if error := beyond(evidence_work(ev["tree"], (a, b), F), "claims[0].evidence.tree",
+                       "tree nodes × decisions × constraints, model sizes, tightening witnesses"):
+        raise error
     related = None
 
     def xform(v, where):                   # an affine map of x: d coefficients, then the constant
@@ -276,7 +313,7 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
     stack = [(ev["tree"], "tree", box_constraints(cube), {})]
     while stack:
         node, at, cons, decided = stack.pop()
-        node, decided = fields(node, at, (), ("decide", "split", "children", "empty", "bound", "relaxed")), dict(decided)
+        node, decided = fields(node, at, (), ("decide", "split", "children", "empty", "bound", "relaxed", "tighten")), dict(decided)
         entries = items(node.get("decide", []), f"{at}.decide")
         def shows(h, strict, w, where):
             if not implied(cons, h, strict, row(w, where, len(cons))):
@@ -307,10 +344,11 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
         elif "relaxed" in node:
             if not eps:
                 raise Refuted(f"{name}: {at}: a relaxed leaf shows |A - B| < tolerance, and there is none")
-            from .relax import LeafRows, cell_box, infeasible, pairs      # relaxed leaves only (TRUST.md)
+            from .relax import LeafRows, cell_box, infeasible, layout, pairs      # relaxed leaves only (TRUST.md)
             related = pairs(F, mark) if related is None else related
             atoms = [combine([(sign, f)], -eps) for f in diff for sign in (1, -1)]
-            rows = LeafRows(F, cell_box(cube, cons), atoms, related)
+            tight = tightening(node, at, F, layout(F, len(related), len(atoms)), name)
+            rows = LeafRows(F, cell_box(cube, cons), atoms, related, tight)
             atoms_at = len(rows) - len(atoms)
             for k, w in enumerate(items(node["relaxed"], f"{at}.relaxed", len(diff))):
                 for i, wi in enumerate(items(w, f"{at}.relaxed[{k}]", 2)):

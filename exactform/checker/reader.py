@@ -229,7 +229,7 @@ def dot(pairs) -> Fraction:
     terms = [(a.numerator * b.numerator, a.denominator * b.denominator) for a, b in pairs if b]
     den = 1
     for _, d in terms:
-        if (den := math.lcm(den, d)).bit_length() > MAX_BITS:
+        if den % d and (den := math.lcm(den, d)).bit_length() > MAX_BITS:
             _fail("a bound", f"a derived denominator exceeds {MAX_BITS} bits, beyond the checker's work limit")
     return Fraction(sum(n * (den // d) for n, d in terms), den)
 def bounded(numbers, where: str):

@@ -162,7 +162,7 @@ def _index(piece, s: Fraction, P: list) -> int | None:
     return next((i for i, p in enumerate(P) if {v: a / s for v, a in p.items()} == piece), None)
 
 
-def node_bounds(F, cube: list, pairs: list = ()) -> tuple[list, dict, dict]:
+def node_bounds(F, cube: list, pairs: list = (), tighten=None) -> tuple[list, dict, dict]:
     """Bounds of every variable of ``F`` over the box ``cube`` (inputs first, then nodes in order), per
     two-piece max node the bounds [gl, gu] of g = p − q, and per pair (``pairs``, by index) affine
     functions of x below and above ``s·z_a − t·z_b``, by forward symbolic propagation: each variable has
@@ -180,7 +180,10 @@ def node_bounds(F, cube: list, pairs: list = ()) -> tuple[list, dict, dict]:
     A pair with two pieces, δ_i = P_i − Q_i (each δ written through the earlier pairs' differences):
     ``max P − max Q`` lies between min_i δ_i and max_i δ_i, and ``max(δ_0, δ_1) = δ_1 + max(h, 0)``,
     ``min(δ_0, δ_1) = δ_1 + min(h, 0)`` with h = δ_0 − δ_1 bounded by ``_hinge``; when both nodes are
-    fixed on the box to the same piece j, the difference is δ_j."""
+    fixed on the box to the same piece j, the difference is δ_j.
+    ``tighten(k, gl, gu, bounds, gaps)``: the gap of node k met with bounds shown otherwise (``LeafRows``'
+    stated witnesses), before anything reads it; a two-piece node's upper bound also meets
+    ``max(u_q + max(gu, 0), u_p + max(−gl, 0))`` (z = q + max(g, 0) = p + max(−g, 0))."""
     d, plan, box = len(cube), relaxation_plan(F, pairs), _scaled(cube)
     unit = [(1, [0] * j + [1] + [0] * (d - j)) for j in range(d)]
     fns = [(u, u) for u in unit]
@@ -199,6 +202,8 @@ def node_bounds(F, cube: list, pairs: list = ()) -> tuple[list, dict, dict]:
             gside = (_side(g, fns, d, False), _side(g, fns, d, True))
             gl, gu = (outward(max(_extreme(gside[0], box, False), ivs[0][0] - ivs[1][1]), False),
                       outward(min(_extreme(gside[1], box, True), ivs[0][1] - ivs[1][0]), True))
+            if tighten is not None:
+                gl, gu = tighten(k, gl, gu, bounds, gaps)
             gaps[k] = (gl, gu)
             if gl >= 0 or gu <= 0:
                 below, above = sides[0 if gl >= 0 else 1]
@@ -210,6 +215,8 @@ def node_bounds(F, cube: list, pairs: list = ()) -> tuple[list, dict, dict]:
                 above = _linear([(Fraction(1), sides[b][1]), (h[0] * s, h[1]), (t, (1, [0] * d + [1]))], d)
         lo = max(max(a for a, _ in ivs), _extreme(below, box, False))
         hi = max(b for _, b in ivs) if above is None else min(max(b for _, b in ivs), _extreme(above, box, True))
+        if g is not None:
+            hi = min(hi, max(ivs[1][1] + max(gu, 0), ivs[0][1] + max(-gl, 0)))
         lo, hi = outward(lo, False), outward(hi, True)
         bounds.append((lo, hi))
         fns.append((_dyadic(below, cube, False), _constant(hi, d) if above is None else _dyadic(above, cube, True)))
@@ -243,23 +250,44 @@ def cell_box(cube: list, cons: list) -> list:
     return cube
 
 
+def layout(F, pairs: int, atoms: int) -> tuple[list, list]:
+    """The leaf's rows as ``(node, slot in its group)`` (node None: the box, −2: pairs, −1: atoms), and per
+    node the index of its first row."""
+    slots, starts = [(None, j) for j in range(2 * F.d)], []
+    for k, (kind, data) in enumerate(F.nodes):
+        starts.append(len(slots))
+        slots += [(k, j) for j in range(2 + (len(data) + (len(data) == 2) if kind == "max" else 0))]
+    return slots + [(-2, j) for j in range(2 * pairs)] + [(-1, j) for j in range(atoms)], starts
+
+
 class LeafRows:
     """The rows ``(g, "ge")`` of a leaf, in the order of docs/spec.md §8, each built when first read: the
     box (x_i − l_i, u_i − x_i), then per node z_k: z_k − L_k, U_k − z_k, and for a max node z_k − p for
     each piece p and, with two pieces p, q (g = p − q in [gl, gu]), p − z_k if gl ≥ 0, else q − z_k if
-    gu ≤ 0, else the chord q + gu (g − gl) / (gu − gl) − z_k; then per pair (a, s, b, t) of two-piece
-    nodes, ``Δ − lo(x)`` and ``hi(x) − Δ`` for Δ = s·z_a − t·z_b; then the atoms."""
+    gu ≤ 0, else the chord q + λ (g − gl) − z_k, λ = gu / (gu − gl) rounded up to ``BITS`` bits; then per pair (a, s, b, t) of two-piece
+    nodes, ``Δ − lo(x)`` and ``hi(x) − Δ`` for Δ = s·z_a − t·z_b; then the atoms.
 
-    def __init__(self, F, cube: list, atoms: list, pairs: list = ()):
+    ``tight``: ``{k: [(side, w)]}``, witnesses that tighten the gap g = p − q of the two-piece node k below
+    (side 0) or above (1): nonnegative multipliers of rows before node k's (``starts[k]``), so that
+    ``±g ≤ ±g + Σ w_i g_i``, whose maximum over the earlier variables' bounds bounds ±g (back-substitution,
+    stated by the prover and checked in one sum)."""
+
+    def __init__(self, F, cube: list, atoms: list, pairs: list = (), tight: dict | None = None):
         cube = [(outward(lo, False), outward(hi, True)) for lo, hi in cube]      # a dyadic box around the leaf's
-        self.F, self.cube, self.atoms, self.pairs = F, cube, atoms, pairs
-        self.bounds, self.gaps, self.diffs = node_bounds(F, cube, pairs)
-        self.slots = [(None, j) for j in range(2 * F.d)]          # (node, slot in its group) per row
-        for k, (kind, data) in enumerate(F.nodes):
-            self.slots += [(k, j) for j in range(2 + (len(data) + (len(data) == 2) if kind == "max" else 0))]
-        self.slots += [(-2, j) for j in range(2 * len(pairs))]
-        self.slots += [(-1, j) for j in range(len(atoms))]
+        self.F, self.cube, self.atoms, self.pairs, self.tight = F, cube, atoms, pairs, tight or {}
+        self.slots, self.starts = layout(F, len(pairs), len(atoms))
         self.built: dict = {}
+        self.bounds, self.gaps, self.diffs = node_bounds(F, cube, pairs, self._tightened if self.tight else None)
+
+    def _tightened(self, k: int, gl: Fraction, gu: Fraction, bounds: list, gaps: dict) -> tuple:
+        """Node k's gap [gl, gu] met with what its witnesses show (``tight``; the earlier nodes' rows are final)."""
+        self.bounds, self.gaps = bounds, gaps
+        p, q = (dict(piece) for piece in self.F.nodes[k][1])
+        for side, w in self.tight.get(k, ()):
+            top = excess(self, w, combine([(1, p), (-1, q)] if side else [(-1, p), (1, q)]))
+            if top is not None:
+                gl, gu = (gl, min(gu, outward(top, True))) if side else (max(gl, outward(-top, False)), gu)
+        return gl, gu
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -292,28 +320,30 @@ class LeafRows:
         p, q = pieces
         g = combine([(1, p), (-1, q)])
         gl, gu = self.gaps[k]
-        top = p if gl >= 0 else q if gu <= 0 else combine([(1, q), (gu / (gu - gl), g)], -gu * gl / (gu - gl))
+        slope = outward(gu / (gu - gl), True) if gl < 0 < gu else None      # dyadic, rounded up: still above max(p, q)
+        top = p if gl >= 0 else q if gu <= 0 else combine([(1, q), (slope, g)], -slope * gl)
         return combine([(1, top), (-1, {z: Fraction(1)})])
 
 
-def farkas_sum(rows, w: dict) -> dict:
-    """Σ w_i g_i over the rows named in ``w``, exactly: each coefficient one integer sum over its common
-    denominator (``checker.dot``), not one Fraction addition per term."""
-    terms: dict = {}
+def farkas_sum(rows, w: dict, form: dict | None = None) -> dict:
+    """``form`` + Σ w_i g_i over the rows named in ``w``, exactly: each coefficient one integer sum over its
+    common denominator (``checker.dot``), not one Fraction addition per term."""
+    terms: dict = {k: [(Fraction(1), a)] for k, a in (form or {}).items()}
     for i, q in w.items():
         for k, a in rows[i][0].items():
             terms.setdefault(k, []).append((q, a))
     return {k: v for k, pairs in terms.items() if (v := dot(pairs))}
 
 
-def excess(rows: "LeafRows", w: dict) -> Fraction | None:
-    """The maximum of r = Σ w_i g_i over the variables' bounds of the leaf (each coefficient of r at
-    the end of its variable's interval that its sign points to, ``LeafRows.bounds``), or None when a
-    multiplier is negative.  Negative: no point meets every row (Farkas, with the rows x − l, u − x,
-    z − L, U − z taken implicitly with the multipliers that cancel r's gradient)."""
+def excess(rows: "LeafRows", w: dict, form: dict | None = None) -> Fraction | None:
+    """The maximum of r = ``form`` + Σ w_i g_i over the variables' bounds of the leaf (each coefficient of r
+    at the end of its variable's interval that its sign points to, ``LeafRows.bounds``), or None when a
+    multiplier is negative: an upper bound of ``form`` where every row holds.  Negative with no form: no
+    point meets every row (Farkas, with the rows x − l, u − x, z − L, U − z taken implicitly with the
+    multipliers that cancel r's gradient)."""
     if any(q < 0 for q in w.values()):
         return None
-    total = farkas_sum(rows, w)
+    total = farkas_sum(rows, w, form)
     ends = [(a, rows.bounds[k][a > 0]) for k, a in total.items() if k != ONE]
     return total.get(ONE, Fraction(0)) + dot(ends)
 

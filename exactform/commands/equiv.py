@@ -96,7 +96,7 @@ def run(args) -> int:
         tree = outcome.tree if not args.max_diff else compare(a, b, box, claim_tolerance).tree
         write_json(args.cert, certificate(a, b, box, claim_tolerance, tree))
         written = args.cert
-        if (needed := check_work(a, b, tree, len(box))) > MAX_WORK:
+        if (needed := check_work(a, b, tree, box)) > MAX_WORK:
             print(f"exactform: note: {args.cert} is beyond the checker's default work bound ({needed:.1e} > "
                   f"{MAX_WORK:.0e}): check it with `exactform check {args.cert} --max-work {needed}`", file=sys.stderr)
     text = lambda v: [format_rational(x) for x in v]  # noqa: E731

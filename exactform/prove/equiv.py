@@ -728,13 +728,17 @@ def compare(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None = 
     return outcome
 
 
-def check_work(a_json: dict, b_json: dict, tree: dict, d: int) -> int:
-    """The checker's work figure for the certificate of ``tree`` (``check --max-work`` must be at least this;
-    its numbers' lengths are the models', a witness's are short dyadics)."""
-    from ..checker.equiv import read_model, work
+def check_work(a_json: dict, b_json: dict, tree: dict, box: list) -> int:
+    """The checker's work figure for the certificate of ``tree`` on ``box`` (``check --max-work`` must be at
+    least this; its numbers' lengths are the models', a witness's are short dyadics)."""
+    from ..checker.equiv import Forms, evidence_work, outputs, read_model
     from ..checker.reader import spent
     spent[:] = [0, 0]
-    return work(tree, (read_model(a_json, "a"), read_model(b_json, "b")), d)
+    models = read_model(a_json, "a"), read_model(b_json, "b")
+    F = Forms(box)
+    for m in models:
+        outputs(F, m)
+    return evidence_work(tree, models, F)
 
 
 def _exact(doc: dict):

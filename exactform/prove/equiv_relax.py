@@ -23,7 +23,7 @@ import numpy as np
 from ..checker.equiv import ONE, combine
 from ..checker.relax import LeafRows, pairs, through
 from ..numbers import format_rational
-from .verify import MARGIN, Deadline, Disjunct, Search, sparse_text
+from .verify import MARGIN, Deadline, Disjunct, Search, dyadic, sparse_text
 
 MIN_WIDTH = 2.0 ** -16       # a cell this narrow (relative to the box) that the relaxation cannot close goes to the cell search
 
@@ -51,7 +51,7 @@ class Relaxed:
 
     def upper(self, j: int, bounds: tuple, lo: np.ndarray, hi: np.ndarray) -> float:
         """The float value of ``direct(j)``'s bound: an estimate of max atom j on the cell."""
-        L, U, _, dfns = bounds
+        L, U, _, dfns, _ = bounds
         rest, terms = self.reads[j]
         d = self.p.d
         f = np.zeros(d + 1)
@@ -79,7 +79,7 @@ class Relaxed:
                 progress()
             cons, cube, slot, n = stack.pop() if wait is None else stack.pop(0)
             lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
-            bounds = p.bounds(lo, hi)
+            bounds = p.bounds(lo, hi, tighten=True)
             plans, worst = [], None
             for j in range(len(p.forms)):
                 if self.upper(j, bounds, lo, hi) < -MARGIN:
@@ -94,7 +94,7 @@ class Relaxed:
                 w[p.atoms_at:] = 0
                 w[p.atoms_at + j] = solved[1][p.atoms_at + j]
                 plans.append(w)
-            leaf = self._close(cube, plans) if worst is None and len(plans) == len(p.forms) else None
+            leaf = self._close(cube, plans, bounds[4]) if worst is None and len(plans) == len(p.forms) else None
             if leaf is not None:
                 self.leaves += 1
                 slot[n] = leaf
@@ -119,17 +119,22 @@ class Relaxed:
             stack += halves[::-1] if wait is None else halves
         return root, left, stack
 
-    def _close(self, cube: list, plans: list) -> dict | None:
-        """The leaf ``{"relaxed": [[w⁺, w⁻] per output]}`` when every float plan rounds to an exact
-        witness of its atom (the checker's ``relax.infeasible``), else None."""
-        rows = LeafRows(self.p.F, cube, self.p.forms, self.p.pairs)
-        ws = []
+    def _close(self, cube: list, plans: list, tight: dict) -> dict | None:
+        """The leaf ``{"relaxed": [[w⁺, w⁻] per output], "tighten": [[node, side, w]]}`` when every float plan
+        rounds to an exact witness of its atom (the checker's ``relax.infeasible``) on the rows that the
+        rounded tightening witnesses ``tight`` give, else None."""
+        exact = {k: [(side, dyadic(w)) for side, w in ws] for k, ws in tight.items()}
+        rows = LeafRows(self.p.F, cube, self.p.forms, self.p.pairs, exact)
+        out = []
         for w in plans:
-            exact = self.p.witness(cube, w, rows)
-            if exact is None:
+            witness = self.p.witness(cube, w, rows)
+            if witness is None:
                 return None
-            ws.append(sparse_text(exact, len(rows)))
-        return {"relaxed": [ws[k:k + 2] for k in range(0, len(ws), 2)]}
+            out.append(sparse_text(witness, len(rows)))
+        leaf = {"relaxed": [out[k:k + 2] for k in range(0, len(out), 2)]}
+        if exact:
+            leaf["tighten"] = [[self.p.d + k, side, sparse_text(w, len(rows))] for k, ws in exact.items() for side, w in ws]
+        return leaf
 
     def _gap(self, x: np.ndarray, cube: list) -> Fraction:
         """|A − B|∞ exactly at the float point x (rounded to 9 digits, else read exactly, clamped into the

@@ -34,6 +34,7 @@ from ..checker.vnnlib import rows
 from ..numbers import format_rational
 
 MARGIN = 1e-9          # an LP optimum t* below this is not worth an exact attempt
+SHRINK = 0.5          # a back-substitution bound is stated where it makes a gap stable or narrower by this part
 MIN_WIDTH = 1e-12      # a cell narrower than this (relative to the box) is not split again: unknown
 
 
@@ -115,14 +116,76 @@ class Disjunct:
             return np.zeros(X.shape[0])
         return np.stack([V[:, i] @ a + c for i, a, c in self.atom_floats], axis=1).min(axis=1)
 
-    def bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict, dict]:
-        """``relax.node_bounds`` in floating point (no outward rounding: a guide only)."""
+    def _depths(self) -> tuple[list, np.ndarray, np.ndarray]:
+        """The runs of consecutive nodes of one depth (x: 0; a node: 1 + its pieces' deepest variable), and
+        the two-piece nodes' pieces as dense rows over the variables and the constant (floats)."""
+        if not hasattr(self, "runs"):
+            d, depth, runs = self.d, [0] * self.d, []
+            P = np.zeros((2, self.N, d + self.N + 1))
+            for k, (kind, data) in enumerate(self.F.nodes):
+                parts = data if kind == "max" else [f for pair in data for f in pair]
+                depth.append(1 + max((depth[v] for f in parts for v, _ in f if v != ONE), default=0))
+                if depth[-1] != depth[-2] or not runs:
+                    runs.append([])
+                runs[-1].append(k)
+                if k in self.gaps:
+                    for i, piece in enumerate(data):
+                        for v, a in piece:
+                            P[i, k, -1 if v == ONE else v] += float(a)
+            self.runs = [np.array(r) for r in runs]
+            self.P = P
+        return self.runs, self.P
+
+    def backsubstitution(self, run: np.ndarray, L: np.ndarray, U: np.ndarray, gaps: dict) -> dict:
+        """``{k: (gl, gu, w_lower, w_upper)}`` for the two-piece nodes of ``run``: bounds of g = p − q by
+        back-substitution through the earlier two-piece nodes' rows (``top − z`` where the coefficient is
+        positive; ``z − p`` or ``z − q``, the piece larger on more of the gap's range, where it is negative),
+        the rest at the variables' bounds, and functions giving the multipliers ``{row: q}`` that show them
+        (``LeafRows.tight``).  Floats: a guide, checked exactly by ``LeafRows``."""
+        runs, P = self._depths()
+        d = self.d
+        targets = np.array([k for k in run if k in self.gaps], dtype=int)
+        if not len(targets):
+            return {}
+        g = P[0, targets] - P[1, targets]
+        G = np.empty((2 * len(targets), g.shape[1]))
+        G[0::2], G[1::2] = g, -g
+        used = []
+        for earlier in reversed([r for r in runs if r[0] < run[0]]):
+            R = np.array([k for k in earlier if k in gaps], dtype=int)
+            if not len(R) or not (C := G[:, d + R]).any():
+                continue
+            gl, gu = np.array([gaps[k][0] for k in R]), np.array([gaps[k][1] for k in R])
+            lam = np.where(gl >= 0, 1.0, np.where(gu <= 0, 0.0, gu / np.where(gu > gl, gu - gl, 1)))
+            first = np.where(gl >= 0, True, np.where(gu <= 0, False, gu >= -gl))
+            top = lam[:, None] * P[0, R] + (1 - lam)[:, None] * P[1, R]
+            top[:, -1] -= np.where((gl < 0) & (gu > 0), lam * gl, 0)
+            low = np.where(first[:, None], P[0, R], P[1, R])
+            pos, neg = np.maximum(C, 0), np.minimum(C, 0)
+            G[:, d + R] = 0
+            G += pos @ top + neg @ low
+            base = np.array(self.base)[R]
+            used += [(base + 4, pos), (base + 2 + (~first), -neg)]
+        ends = np.where(G[:, :-1] > 0, U[None, :], L[None, :])
+        value = (G[:, :-1] * ends).sum(axis=1) + G[:, -1]
+
+        def shown(i: int) -> dict:
+            return {int(r): float(q) for rows, W in used for r, q in zip(rows, W[i]) if q > 0}
+        return {k: (-value[2 * i + 1], value[2 * i], lambda i=i: shown(2 * i + 1), lambda i=i: shown(2 * i))
+                for i, k in enumerate(targets.tolist())}
+
+    def bounds(self, lo: np.ndarray, hi: np.ndarray, tighten: bool = False) -> tuple:
+        """``relax.node_bounds`` in floating point (no outward rounding: a guide only): ``(L, U, gaps,
+        dfns, tight)``; with ``tighten``, a two-piece node's gap met with its back-substitution bounds where
+        they make it stable or narrower by ``SHRINK``, ``tight`` the multipliers that show them
+        (``{k: [(side, {row: q})]}``, ``LeafRows.tight``)."""
         d = self.d
         n = d + self.N
         LO, UP = np.zeros((n, d + 1)), np.zeros((n, d + 1))
         LO[:d, :d] = UP[:d, :d] = np.eye(d)
         L, U = np.concatenate([lo, np.zeros(self.N)]), np.concatenate([hi, np.zeros(self.N)])
-        gaps, dfns = {}, {}
+        gaps, dfns, tight, shown = {}, {}, {}, {}
+        starts = {int(r[0]): r for r in self._depths()[0][1:]} if tighten else {}
 
         def side(part, up):
             i, a, c = part
@@ -135,6 +198,8 @@ class Disjunct:
             return float(f[:d] @ np.where((f[:d] > 0) == up, hi, lo) + f[d])
         for k, (kind, parts) in enumerate(self.pieces):
             z = d + k
+            if k in starts:
+                shown = self.backsubstitution(starts[k], L, U, gaps)
             values = parts if kind == "max" else parts[len(parts) // 2:]
             sides = [(side(p, False), side(p, True)) for p in values]
             ivs = [(extreme(a, False), extreme(b, True)) for a, b in sides]
@@ -148,6 +213,15 @@ class Disjunct:
                 gs = (side(self.gaps[k], False), side(self.gaps[k], True))
                 gl = max(extreme(gs[0], False), ivs[0][0] - ivs[1][1])
                 gu = min(extreme(gs[1], True), ivs[0][1] - ivs[1][0])
+                if k in shown:
+                    bl, bu, wl, wu = shown[k]
+                    cut = SHRINK * (gu - gl)
+                    if bu < gu - cut or (gu > 0 and bu < -1e-7):
+                        gu = bu
+                        tight.setdefault(k, []).append((1, wu()))
+                    if bl > gl + cut or (gl < 0 and bl > 1e-7):
+                        gl = bl
+                        tight.setdefault(k, []).append((0, wl()))
                 gaps[k] = (gl, gu)
                 if gl >= 0 or gu <= 0:
                     below, above = sides[0 if gl >= 0 else 1]
@@ -159,6 +233,8 @@ class Disjunct:
                     above[d] += max(-s * hl, hu - s * hu)
             L[z] = max(max(a for a, _ in ivs), extreme(below, False))
             U[z] = max(b for _, b in ivs) if above is None else min(max(b for _, b in ivs), extreme(above, True))
+            if len(values) == 2:
+                U[z] = min(U[z], max(ivs[1][1] + max(gu, 0), ivs[0][1] + max(-gl, 0)))
             LO[z] = below
             if above is None:
                 UP[z, d] = U[z]
@@ -189,13 +265,13 @@ class Disjunct:
                         low[d] -= r * hu
                         high[d] -= s * hl
                         dfns[j] = (base[0] + low, base[1] + high)
-        return L, U, gaps, dfns
+        return L, U, gaps, dfns, tight
 
     def lp(self, lo: np.ndarray, hi: np.ndarray, bounds: tuple, only: list | None = None):
         """``(−t*, multipliers, x*)`` of the leaf relaxation over the box [lo, hi] with ``bounds`` (floats;
         the rows in ``LeafRows``' order) and the atoms ``only`` (default: all), or None when HiGHS fails."""
         d, n = self.d, self.d + self.N
-        L, U, gaps, dfns = bounds
+        L, U, gaps, dfns, _ = bounds
         chosen = range(len(self.forms)) if only is None else only
         rows, cols, vals, const = [], [], [], np.zeros(self.rows)
 
@@ -246,13 +322,18 @@ class Disjunct:
         kept when the checker's test (``relax.infeasible``: ``Σ w_i g_i`` exactly, its gradient's rounding
         residue taken at the variables' bounds) shows the rows infeasible."""
         rows = rows or LeafRows(self.F, cube, self.forms, self.pairs)
-        top = float(multipliers.max())
-        if not top > 0:
-            return None
-        scale = 2 ** (40 - math.frexp(top)[1])
-        w = {i: Fraction(n, scale) for i in np.flatnonzero(multipliers > top * 1e-12).tolist()
-             if (n := round(float(multipliers[i]) * scale)) > 0}
-        return w if infeasible(rows, w) else None
+        w = dyadic(dict(enumerate(multipliers.tolist())))
+        return w if w and infeasible(rows, w) else None
+
+
+def dyadic(multipliers: dict) -> dict:
+    """Float multipliers ``{row: q}`` rounded to one common 40-bit dyadic denominator (those that round to
+    0 dropped: any nonnegative multipliers are valid, the rounding only loosens)."""
+    top = max(multipliers.values(), default=0.0)
+    if not top > 0:
+        return {}
+    scale = 2 ** (40 - math.frexp(top)[1])
+    return {i: Fraction(n, scale) for i, q in multipliers.items() if q > top * 1e-12 and (n := round(q * scale)) > 0}
 
 
 def _prepared_floats(form: tuple) -> tuple:
