@@ -160,7 +160,7 @@ def test_workers_give_the_same_tree(monkeypatch):
     from exactform.executor import make_executor
     monkeypatch.setattr(search, "SUBTREES", 4)
     a, b, box = acas(None)
-    box = [(lo - 2 * (hi - lo), hi + 2 * (hi - lo)) for lo, hi in box]
+    box = [(lo - 4 * (hi - lo), hi + 4 * (hi - lo)) for lo, hi in box]
     trees = []
     for workers in (1, 2):
         with make_executor(workers, None) as executor:

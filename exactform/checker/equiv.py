@@ -208,22 +208,25 @@ def work(tree, models, d: int) -> int:
     return total * weight(int(3.33 * spent[1]) + 1)
 
 
-def tightening(node: dict, at: str, F, rows: tuple, name: str) -> dict:
-    """A relaxed leaf's ``tighten`` entries ``[node, side, witness]`` as ``{k: [(side, w)]}`` for ``LeafRows``:
-    each a two-piece max node's variable, 0 (its gap's lower bound) or 1 (upper), and nonnegative multipliers
-    of rows before the node's own."""
-    slots, starts = rows
+def tightening(node: dict, at: str, F, related: list, slots: list, name: str) -> dict:
+    """A relaxed leaf's ``tighten`` entries ``[z, side, witness]`` as ``{key: [(side, w)]}`` for ``LeafRows``:
+    z a two-piece max node's variable and side 0 or 1 (its gap's lower or upper bound), or z the second
+    node of a pair and side 2 or 3 (that pair's h, key ``("h", n)``); nonnegative multipliers of rows that
+    read only variables before z (``relax.earlier``)."""
+    from .relax import earlier
+    second = {p[2]: n for n, p in enumerate(related)}
     out: dict = {}
     for n, e in enumerate(items(node.get("tighten", []), f"{at}.tighten")):
         where = f"{at}.tighten[{n}]"
         z, side, w = items(e, where, 3)
-        k = integer(z, f"{where}[0]", F.d, F.d + len(F.nodes) - 1) - F.d
-        if F.nodes[k][0] != "max" or len(F.nodes[k][1]) != 2:
-            raise Malformed(f"{where}[0]: variable {z} is not a max of two pieces")
+        z, side = integer(z, f"{where}[0]", F.d, F.d + len(F.nodes) - 1), integer(side, f"{where}[1]", 0, 3)
+        kind, data = F.nodes[z - F.d]
+        if side < 2 and (kind != "max" or len(data) != 2) or side >= 2 and z not in second:
+            raise Malformed(f"{where}[0]: variable {z} is not {'a max of two pieces' if side < 2 else 'the second node of a pair'}")
         w = row(w, f"{where}[2]", len(slots))
-        if any(i >= starts[k] or q < 0 for i, q in w.items()):
-            raise Refuted(f"{name}: {where}[2]: a multiplier is negative or names a row that is not before node {z}'s")
-        out.setdefault(k, []).append((integer(side, f"{where}[1]", 0, 1), w))
+        if any(q < 0 or not earlier(slots[i], z, F, related) for i, q in w.items()):
+            raise Refuted(f"{name}: {where}[2]: a multiplier is negative or names a row that reads variable {z} or later")
+        out.setdefault(z - F.d if side < 2 else ("h", second[z]), []).append((side % 2, w))
     return out
 
 
@@ -347,7 +350,7 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
             from .relax import LeafRows, cell_box, infeasible, layout, pairs      # relaxed leaves only (TRUST.md)
             related = pairs(F, mark) if related is None else related
             atoms = [combine([(sign, f)], -eps) for f in diff for sign in (1, -1)]
-            tight = tightening(node, at, F, layout(F, len(related), len(atoms)), name)
+            tight = tightening(node, at, F, related, layout(F, len(related), len(atoms))[0], name)
             rows = LeafRows(F, cell_box(cube, cons), atoms, related, tight)
             atoms_at = len(rows) - len(atoms)
             for k, w in enumerate(items(node["relaxed"], f"{at}.relaxed", len(diff))):

@@ -13,7 +13,7 @@ import math
 import operator
 from fractions import Fraction
 
-from .reader import ONE, combine, dot
+from .reader import MAX_BITS, ONE, Malformed, combine, dot
 
 BITS = 40                   # significant bits of the dyadic numbers the bound propagation rounds to
 
@@ -134,8 +134,9 @@ def _hinge(h: tuple, hl: Fraction, hu: Fraction, d: int) -> tuple:
 def relaxation_plan(F, pairs: list) -> list:
     """Per node of ``F``, what ``node_bounds`` reads of it on any box, computed once per table and
     pairing: its pieces (for a hardmax node its values) ``_prepared``, g = p − q for two pieces, and for the
-    node b of a pair ``(n, a, [δ_0, δ_1], δ_0 − δ_1, order)``, the δ_i = P_i − Q_i read through the
-    earlier pairs and ``order[m][i]``: the index in P (Q) of node a's (b's) i-th piece."""
+    node b of a pair ``(n, a, [δ_0, δ_1], δ_0 − δ_1, order, raw)``, the δ_i = P_i − Q_i read through the
+    earlier pairs, ``order[m][i]``: the index in P (Q) of node a's (b's) i-th piece, and ``raw``: the δ_i as
+    forms over the variables."""
     cache = F.__dict__.setdefault("relaxation_plans", {})
     if (name := tuple((p[0], p[2]) for p in pairs)) in cache:
         return cache[name]
@@ -149,7 +150,7 @@ def relaxation_plan(F, pairs: list) -> list:
             delta = [combine([(1, p), (-1, q)]) for p, q in zip(P, Q)]
             order = [[_index(F.nodes[v - F.d][1][i], r, R) for i in range(2)] for v, r, R in ((a, s, P), (b, t, Q))]
             paired = (n, a, [_prepared(f, known) for f in delta],
-                      _prepared(combine([(1, delta[0]), (-1, delta[1])]), known), order)
+                      _prepared(combine([(1, delta[0]), (-1, delta[1])]), known), order, delta)
             known[z] = (n, a, s, t)
         plan.append(([_prepared(p) for p in pieces], g, paired))
     cache[name] = plan
@@ -162,7 +163,7 @@ def _index(piece, s: Fraction, P: list) -> int | None:
     return next((i for i, p in enumerate(P) if {v: a / s for v, a in p.items()} == piece), None)
 
 
-def node_bounds(F, cube: list, pairs: list = (), tighten=None) -> tuple[list, dict, dict]:
+def node_bounds(F, cube: list, pairs: list = (), tighten=None) -> tuple[list, dict, dict, dict]:
     """Bounds of every variable of ``F`` over the box ``cube`` (inputs first, then nodes in order), per
     two-piece max node the bounds [gl, gu] of g = p − q, and per pair (``pairs``, by index) affine
     functions of x below and above ``s·z_a − t·z_b``, by forward symbolic propagation: each variable has
@@ -180,14 +181,17 @@ def node_bounds(F, cube: list, pairs: list = (), tighten=None) -> tuple[list, di
     A pair with two pieces, δ_i = P_i − Q_i (each δ written through the earlier pairs' differences):
     ``max P − max Q`` lies between min_i δ_i and max_i δ_i, and ``max(δ_0, δ_1) = δ_1 + max(h, 0)``,
     ``min(δ_0, δ_1) = δ_1 + min(h, 0)`` with h = δ_0 − δ_1 bounded by ``_hinge``; when both nodes are
-    fixed on the box to the same piece j, the difference is δ_j.
-    ``tighten(k, gl, gu, bounds, gaps)``: the gap of node k met with bounds shown otherwise (``LeafRows``'
-    stated witnesses), before anything reads it; a two-piece node's upper bound also meets
-    ``max(u_q + max(gu, 0), u_p + max(−gl, 0))`` (z = q + max(g, 0) = p + max(−g, 0))."""
+    fixed on the box to the same piece j, the difference is δ_j.  ``hinges[n]``: ``(j,)`` for such a pair,
+    else the bounds [hl, hu] of its h.
+    ``tighten(key, lo, hi, state)``: the gap of node k (key k) or the bounds of pair n's h (key ``("h", n)``)
+    met with bounds shown otherwise (``LeafRows``' stated witnesses) before anything reads them, ``state``
+    the tables so far; a two-piece node's upper bound also meets ``max(u_q + max(gu, 0), u_p + max(−gl, 0))``
+    (z = q + max(g, 0) = p + max(−g, 0))."""
     d, plan, box = len(cube), relaxation_plan(F, pairs), _scaled(cube)
     unit = [(1, [0] * j + [1] + [0] * (d - j)) for j in range(d)]
     fns = [(u, u) for u in unit]
-    bounds, gaps, dfns = list(cube), {}, {}
+    bounds, gaps, dfns, hinges = list(cube), {}, {}, {}
+    state = (bounds, gaps, dfns, hinges)
     for k, ((kind, data), (pieces, g, paired)) in enumerate(zip(F.nodes, plan)):
         sides = [(_side(p, fns, d, False), _side(p, fns, d, True)) for p in pieces]
         ivs = [(_extreme(lo, box, False), _extreme(hi, box, True)) for lo, hi in sides]
@@ -203,7 +207,7 @@ def node_bounds(F, cube: list, pairs: list = (), tighten=None) -> tuple[list, di
             gl, gu = (outward(max(_extreme(gside[0], box, False), ivs[0][0] - ivs[1][1]), False),
                       outward(min(_extreme(gside[1], box, True), ivs[0][1] - ivs[1][0]), True))
             if tighten is not None:
-                gl, gu = tighten(k, gl, gu, bounds, gaps)
+                gl, gu = tighten(k, gl, gu, state)
             gaps[k] = (gl, gu)
             if gl >= 0 or gu <= 0:
                 below, above = sides[0 if gl >= 0 else 1]
@@ -221,20 +225,24 @@ def node_bounds(F, cube: list, pairs: list = (), tighten=None) -> tuple[list, di
         bounds.append((lo, hi))
         fns.append((_dyadic(below, cube, False), _constant(hi, d) if above is None else _dyadic(above, cube, True)))
         if paired is not None:
-            n, a, delta, h, order = paired
+            n, a, delta, h, order, _ = paired
             fixed = [o[0 if gl >= 0 else 1] if gl >= 0 or gu <= 0 else None
                      for o, (gl, gu) in zip(order, (gaps[a - d], gaps[k]))]
             if fixed[0] is not None and fixed[0] == fixed[1]:
+                hinges[n] = (fixed[0],)
                 fn = tuple(_side(delta[fixed[0]], fns, d, up, dfns) for up in (False, True))
             else:
                 hf = (_side(h, fns, d, False, dfns), _side(h, fns, d, True, dfns))
-                low, high = _hinge(hf, outward(_extreme(hf[0], box, False), False),
-                                   outward(_extreme(hf[1], box, True), True), d)
+                hl, hu = outward(_extreme(hf[0], box, False), False), outward(_extreme(hf[1], box, True), True)
+                if tighten is not None:
+                    hl, hu = tighten(("h", n), hl, hu, state)
+                hinges[n] = (hl, hu)
+                low, high = _hinge(hf, hl, hu, d)
                 base = [_side(delta[1], fns, d, up, dfns) for up in (False, True)]
                 fn = (_linear([(Fraction(1), base[0]), (Fraction(1), low)], d),
                       _linear([(Fraction(1), base[1]), (Fraction(1), high)], d))
             dfns[n] = (_dyadic(fn[0], cube, False), _dyadic(fn[1], cube, True))
-    return bounds, gaps, dfns
+    return bounds, gaps, dfns, hinges
 
 
 def cell_box(cube: list, cons: list) -> list:
@@ -250,14 +258,21 @@ def cell_box(cube: list, cons: list) -> list:
     return cube
 
 
+def earlier(slot: tuple, z: int, F, pairs: list) -> bool:
+    """Does the row of ``slot`` read only variables before z (a tightening witness for z may use it)?"""
+    node, j = slot
+    return node is None or (F.d + node < z if node >= 0 else node in (-2, -3) and pairs[j // 2][2] < z)
+
+
 def layout(F, pairs: int, atoms: int) -> tuple[list, list]:
-    """The leaf's rows as ``(node, slot in its group)`` (node None: the box, −2: pairs, −1: atoms), and per
-    node the index of its first row."""
+    """The leaf's rows as ``(node, slot in its group)`` (node None: the box, −2: pairs' rows over x, −3:
+    pairs' rows over the variables, −1: atoms), and per node the index of its first row."""
     slots, starts = [(None, j) for j in range(2 * F.d)], []
     for k, (kind, data) in enumerate(F.nodes):
         starts.append(len(slots))
         slots += [(k, j) for j in range(2 + (len(data) + (len(data) == 2) if kind == "max" else 0))]
-    return slots + [(-2, j) for j in range(2 * pairs)] + [(-1, j) for j in range(atoms)], starts
+    return slots + [(-2, j) for j in range(2 * pairs)] + [(-3, j) for j in range(2 * pairs)] + \
+        [(-1, j) for j in range(atoms)], starts
 
 
 class LeafRows:
@@ -265,29 +280,38 @@ class LeafRows:
     box (x_i − l_i, u_i − x_i), then per node z_k: z_k − L_k, U_k − z_k, and for a max node z_k − p for
     each piece p and, with two pieces p, q (g = p − q in [gl, gu]), p − z_k if gl ≥ 0, else q − z_k if
     gu ≤ 0, else the chord q + λ (g − gl) − z_k, λ = gu / (gu − gl) rounded up to ``BITS`` bits; then per pair (a, s, b, t) of two-piece
-    nodes, ``Δ − lo(x)`` and ``hi(x) − Δ`` for Δ = s·z_a − t·z_b; then the atoms.
+    nodes, ``Δ − lo(x)`` and ``hi(x) − Δ`` for Δ = s·z_a − t·z_b; then per pair the same over the variables:
+    ``Δ − δ_1 − c(h)`` and ``δ_1 + C(h) − Δ``, c and C the chords below min(h, 0) and above max(h, 0) on
+    [hl, hu] (``hinges``), slopes rounded up (δ_j both ways for a pair fixed to piece j); then the atoms.
 
-    ``tight``: ``{k: [(side, w)]}``, witnesses that tighten the gap g = p − q of the two-piece node k below
-    (side 0) or above (1): nonnegative multipliers of rows before node k's (``starts[k]``), so that
-    ``±g ≤ ±g + Σ w_i g_i``, whose maximum over the earlier variables' bounds bounds ±g (back-substitution,
-    stated by the prover and checked in one sum)."""
+    ``tight``: ``{key: [(side, w)]}``, witnesses that tighten the gap g = p − q of the two-piece node k (key
+    k) or pair n's h (key ``("h", n)``) below (side 0) or above (1): nonnegative multipliers of rows that
+    read only earlier variables (``earlier``), so that ``±g ≤ ±g + Σ w_i g_i``, whose maximum over those
+    variables' bounds bounds ±g (back-substitution, stated by the prover and checked in one sum)."""
 
     def __init__(self, F, cube: list, atoms: list, pairs: list = (), tight: dict | None = None):
         cube = [(outward(lo, False), outward(hi, True)) for lo, hi in cube]      # a dyadic box around the leaf's
         self.F, self.cube, self.atoms, self.pairs, self.tight = F, cube, atoms, pairs, tight or {}
         self.slots, self.starts = layout(F, len(pairs), len(atoms))
-        self.built: dict = {}
-        self.bounds, self.gaps, self.diffs = node_bounds(F, cube, pairs, self._tightened if self.tight else None)
+        self.built, self.integers = {}, {}
+        self.bounds, self.gaps, self.diffs, self.hinges = node_bounds(F, cube, pairs, self._tightened if self.tight else None)
 
-    def _tightened(self, k: int, gl: Fraction, gu: Fraction, bounds: list, gaps: dict) -> tuple:
-        """Node k's gap [gl, gu] met with what its witnesses show (``tight``; the earlier nodes' rows are final)."""
-        self.bounds, self.gaps = bounds, gaps
-        p, q = (dict(piece) for piece in self.F.nodes[k][1])
-        for side, w in self.tight.get(k, ()):
-            top = excess(self, w, combine([(1, p), (-1, q)] if side else [(-1, p), (1, q)]))
+    def _tightened(self, key, lo: Fraction, hi: Fraction, state: tuple) -> tuple:
+        """[lo, hi], node k's gap (key k) or pair n's h (key ``("h", n)``), met with what its witnesses show
+        (``tight``; the rows they read are final)."""
+        self.bounds, self.gaps, self.diffs, self.hinges = state
+        f = self.hinge(key[1]) if isinstance(key, tuple) else combine([(1, dict(self.F.nodes[key][1][0])),
+                                                                       (-1, dict(self.F.nodes[key][1][1]))])
+        for side, w in self.tight.get(key, ()):
+            top = excess(self, w, f if side else combine([(-1, f)]))
             if top is not None:
-                gl, gu = (gl, min(gu, outward(top, True))) if side else (max(gl, outward(-top, False)), gu)
-        return gl, gu
+                lo, hi = (lo, min(hi, outward(top, True))) if side else (max(lo, outward(-top, False)), hi)
+        return lo, hi
+
+    def hinge(self, n: int) -> dict:
+        """Pair n's h = δ_0 − δ_1 over the variables."""
+        d0, d1 = relaxation_plan(self.F, self.pairs)[self.pairs[n][2] - self.F.d][2][5]
+        return combine([(1, d0), (-1, d1)])
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -297,6 +321,12 @@ class LeafRows:
             self.built[i] = (self._row(*self.slots[i]), "ge")
         return self.built[i]
 
+    def integral(self, i: int) -> tuple[int, dict]:
+        """Row i as ``(D, {variable: integer})`` (``farkas_sum``), built once."""
+        if i not in self.integers:
+            self.integers[i] = _integral(self[i][0])
+        return self.integers[i]
+
     def _row(self, k, j) -> dict:
         d = self.F.d
         if k is None:
@@ -304,6 +334,20 @@ class LeafRows:
             return {x: Fraction(1), ONE: -lo} if j % 2 == 0 else {x: Fraction(-1), ONE: hi}
         if k == -1:
             return self.atoms[j]
+        if k == -3:                     # Δ − (δ_1 + min(h, 0)'s chord) and (δ_1 + max(h, 0)'s chord) − Δ
+            a, s, b, t = self.pairs[j // 2][:4]
+            d0, d1 = relaxation_plan(self.F, self.pairs)[b - self.F.d][2][5]
+            state, h = self.hinges[j // 2], self.hinge(j // 2)
+            if len(state) == 1:
+                f = (d0, d1)[state[0]]
+            elif j % 2 == 0:
+                hl, hu = state
+                f = d1 if hl >= 0 else d0 if hu <= 0 else combine([(1, d1), (r := outward(-hl / (hu - hl), True), h)], -r * hu)
+            else:
+                hl, hu = state
+                f = d0 if hl >= 0 else d1 if hu <= 0 else combine([(1, d1), (r := outward(hu / (hu - hl), True), h)], -r * hl)
+            sign = 1 if j % 2 == 0 else -1
+            return combine([(sign, {a: s, b: -t}), (-sign, f)])
         if k == -2:                     # every pair has its functions (node_bounds), in the pairs' order
             a, s, b, t = self.pairs[j // 2][:4]
             den, nums = self.diffs[j // 2][j % 2]
@@ -326,13 +370,25 @@ class LeafRows:
 
 
 def farkas_sum(rows, w: dict, form: dict | None = None) -> dict:
-    """``form`` + Σ w_i g_i over the rows named in ``w``, exactly: each coefficient one integer sum over its
-    common denominator (``checker.dot``), not one Fraction addition per term."""
-    terms: dict = {k: [(Fraction(1), a)] for k, a in (form or {}).items()}
-    for i, q in w.items():
-        for k, a in rows[i][0].items():
-            terms.setdefault(k, []).append((q, a))
-    return {k: v for k, pairs in terms.items() if (v := dot(pairs))}
+    """``form`` + Σ w_i g_i over the rows named in ``w``, exactly: every row over its own integer
+    denominator (``LeafRows.integral``), summed in integers over one common denominator."""
+    parts = [(q, rows.integral(i)) for i, q in w.items()] + ([(Fraction(1), _integral(form))] if form else [])
+    D = 1
+    for q, (den, _) in parts:
+        if D % (n := q.denominator * den) and (D := math.lcm(D, n)).bit_length() > MAX_BITS:
+            raise Malformed(f"a witness: a derived denominator exceeds {MAX_BITS} bits, beyond the checker's work limit")
+    total: dict = {}
+    for q, (den, nums) in parts:
+        m = q.numerator * (D // (q.denominator * den))
+        for k, v in nums.items():
+            total[k] = total.get(k, 0) + m * v
+    return {k: Fraction(v, D) for k, v in total.items() if v}
+
+
+def _integral(form: dict) -> tuple[int, dict]:
+    """A form as ``(D, {variable: integer})`` over its least common denominator."""
+    D = math.lcm(*(a.denominator for a in form.values()))
+    return D, {k: a.numerator * (D // a.denominator) for k, a in form.items()}
 
 
 def excess(rows: "LeafRows", w: dict, form: dict | None = None) -> Fraction | None:

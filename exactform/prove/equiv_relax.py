@@ -49,9 +49,10 @@ class Relaxed:
             w[p.pairs_at + 2 * i + (c > 0)] += abs(float(c))
         return w
 
-    def upper(self, j: int, bounds: tuple, lo: np.ndarray, hi: np.ndarray) -> float:
-        """The float value of ``direct(j)``'s bound: an estimate of max atom j on the cell."""
-        L, U, _, dfns, _ = bounds
+    def upper(self, j: int, bounds: tuple) -> np.ndarray:
+        """``direct(j)``'s bound as an affine function of x above atom j on the cell (floats: d coefficients,
+        then the constant)."""
+        L, U, _, dfns = bounds[:4]
         rest, terms = self.reads[j]
         d = self.p.d
         f = np.zeros(d + 1)
@@ -61,7 +62,7 @@ class Relaxed:
                 f[d] += float(a) * (U[k] if a > 0 else L[k])
         for i, c in terms:
             f += float(c) * dfns[i][c > 0]
-        return float(f[:d] @ np.where(f[:d] > 0, hi, lo) + f[d])
+        return f
 
     def run(self, cons: list, cube: list, wait: int | None = None, progress=None) -> tuple[list, list, list]:
         """``(root, open, waiting)``: ``root[0]`` the subtree over ``cube`` (whose cell constraints are
@@ -80,11 +81,13 @@ class Relaxed:
             cons, cube, slot, n = stack.pop() if wait is None else stack.pop(0)
             lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
             bounds = p.bounds(lo, hi, tighten=True)
-            plans, worst = [], None
+            plans, worst, spread = [], None, None
             for j in range(len(p.forms)):
-                if self.upper(j, bounds, lo, hi) < -MARGIN:
+                f = self.upper(j, bounds)
+                if f[:-1] @ np.where(f[:-1] > 0, hi, lo) + f[-1] < -MARGIN:
                     plans.append(self.direct(j))
                     continue
+                spread = np.abs(f[:-1]) * (hi - lo)
                 self.lps += 1
                 solved = p.lp(lo, hi, bounds, only=[j])
                 if solved is None or solved[0] <= MARGIN:
@@ -104,7 +107,7 @@ class Relaxed:
                 near = max(near, self._gap(x, cube))
                 if self.point is not None:
                     return root, [], []
-            i = Search._branch(p, lo, hi, width0, worst)
+            i = int(np.argmax(spread)) if spread is not None and spread.max() > 0 else Search._branch(p, lo, hi, width0, worst)
             if 2 * near >= self.eps or hi[i] - lo[i] <= MIN_WIDTH * max(width0[i], 1e-300):
                 left.append((cons, cube, slot, n))
                 continue
@@ -133,7 +136,8 @@ class Relaxed:
             out.append(sparse_text(witness, len(rows)))
         leaf = {"relaxed": [out[k:k + 2] for k in range(0, len(out), 2)]}
         if exact:
-            leaf["tighten"] = [[self.p.d + k, side, sparse_text(w, len(rows))] for k, ws in exact.items() for side, w in ws]
+            leaf["tighten"] = [[self.p.d + k if isinstance(k, int) else self.p.pairs[k[1]][2], side + 2 * (not isinstance(k, int)),
+                                sparse_text(w, len(rows))] for k, ws in exact.items() for side, w in ws]
         return leaf
 
     def _gap(self, x: np.ndarray, cube: list) -> Fraction:

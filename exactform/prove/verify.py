@@ -35,6 +35,7 @@ from ..numbers import format_rational
 
 MARGIN = 1e-9          # an LP optimum t* below this is not worth an exact attempt
 SHRINK = 0.5          # a back-substitution bound is stated where it makes a gap stable or narrower by this part
+SHRINK_H = 0.25       # ... or a pair's h narrower by this part
 MIN_WIDTH = 1e-12      # a cell narrower than this (relative to the box) is not split again: unknown
 
 
@@ -77,11 +78,16 @@ class Disjunct:
         self.gaps = {k: _floats(combine([(1, dict(data[0])), (-1, dict(data[1]))]))
                      for k, (kind, data) in enumerate(F.nodes) if kind == "max" and len(data) == 2}
         self.pairs_at, self.diffs = row, {}
+        self.deltas = np.zeros((2, len(self.pairs), self.d + self.N + 1))     # per pair: δ_0, δ_1 dense (and the constant)
         for k, (_, _, paired) in enumerate(relaxation_plan(F, self.pairs)):     # per pair, at its node b: δ's parts
             if paired is not None:
-                j, _, delta, h, order = paired
+                j, _, delta, h, order, raw = paired
                 self.diffs[k] = (j, order, [_prepared_floats(f) for f in delta + [h]])
-        row += 2 * len(self.pairs)
+                for i, f in enumerate(raw):
+                    for v, a in f.items():
+                        self.deltas[i, j, -1 if v == ONE else v] = float(a)
+        self.chords_at = row + 2 * len(self.pairs)       # the pairs' rows over the variables (relax.LeafRows)
+        row = self.chords_at + 2 * len(self.pairs)
         self.atoms_at = row
         self.rows = row + len(self.forms)
         self.atom_floats = [_floats(f) for f in self.forms]
@@ -136,22 +142,60 @@ class Disjunct:
             self.P = P
         return self.runs, self.P
 
-    def backsubstitution(self, run: np.ndarray, L: np.ndarray, U: np.ndarray, gaps: dict) -> dict:
-        """``{k: (gl, gu, w_lower, w_upper)}`` for the two-piece nodes of ``run``: bounds of g = p − q by
-        back-substitution through the earlier two-piece nodes' rows (``top − z`` where the coefficient is
-        positive; ``z − p`` or ``z − q``, the piece larger on more of the gap's range, where it is negative),
-        the rest at the variables' bounds, and functions giving the multipliers ``{row: q}`` that show them
+    def chords(self, n: np.ndarray, hinges: dict) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs n's lower and upper forms of Δ over the variables (``relax.LeafRows``' rows −3), dense."""
+        D0, D1 = self.deltas[0, n], self.deltas[1, n]
+        low, up = D1.copy(), D1.copy()
+        for i, j in enumerate(n.tolist()):
+            state = hinges[j]
+            if len(state) == 1:
+                low[i] = up[i] = (D0, D1)[state[0]][i]
+                continue
+            hl, hu = state
+            h = D0[i] - D1[i]
+            if hl >= 0:
+                up[i] = D0[i]
+            elif hu <= 0:
+                low[i] = D0[i]
+            else:
+                r, c = -hl / (hu - hl), hu / (hu - hl)
+                low[i] += r * h
+                low[i, -1] -= r * hu
+                up[i] += c * h
+                up[i, -1] -= c * hl
+        return low, up
+
+    def backsubstitution(self, run: np.ndarray, L: np.ndarray, U: np.ndarray, gaps: dict, hinges: dict) -> dict:
+        """``{key: (lo, hi, w_lower, w_upper)}`` for the two-piece nodes of ``run`` (key k: g = p − q) and the
+        pairs whose second node is in it (key ``("h", n)``: h = δ_0 − δ_1): bounds by back-substitution
+        through the earlier rows — a paired node's coefficient moved onto Δ (``relax.through``) and Δ replaced by
+        its row over the variables; a two-piece node by ``top − z`` where the coefficient is positive, ``z − p`` or
+        ``z − q`` (the piece larger on more of the gap's range) where it is negative — the rest at the
+        variables' bounds, and functions giving the multipliers ``{row: q}`` that show them
         (``LeafRows.tight``).  Floats: a guide, checked exactly by ``LeafRows``."""
         runs, P = self._depths()
         d = self.d
-        targets = np.array([k for k in run if k in self.gaps], dtype=int)
-        if not len(targets):
+        keys = [k for k in run.tolist() if k in self.gaps] + [("h", self.diffs[k][0]) for k in run.tolist() if k in self.diffs]
+        if not keys:
             return {}
-        g = P[0, targets] - P[1, targets]
-        G = np.empty((2 * len(targets), g.shape[1]))
-        G[0::2], G[1::2] = g, -g
+        G = np.empty((2 * len(keys), P.shape[2]))
+        for i, key in enumerate(keys):
+            G[2 * i] = P[0, key] - P[1, key] if isinstance(key, int) else self.deltas[0, key[1]] - self.deltas[1, key[1]]
+            G[2 * i + 1] = -G[2 * i]
         used = []
         for earlier in reversed([r for r in runs if r[0] < run[0]]):
+            if paired := [k for k in earlier.tolist() if k in self.diffs]:
+                n = np.array([self.diffs[k][0] for k in paired])
+                a = np.array([self.pairs[j][0] for j in n.tolist()])
+                if (ca := G[:, a]).any():
+                    st = np.array([[float(self.pairs[j][1]), float(self.pairs[j][3])] for j in n.tolist()])
+                    cd = ca / st[:, 0]
+                    G[:, a] = 0
+                    G[:, d + np.array(paired)] += cd * st[:, 1]
+                    low, up = self.chords(n, hinges)
+                    pos, neg = np.maximum(cd, 0), np.minimum(cd, 0)
+                    G += pos @ up + neg @ low
+                    used += [(self.chords_at + 2 * n + 1, pos), (self.chords_at + 2 * n, -neg)]
             R = np.array([k for k in earlier if k in gaps], dtype=int)
             if not len(R) or not (C := G[:, d + R]).any():
                 continue
@@ -172,7 +216,7 @@ class Disjunct:
         def shown(i: int) -> dict:
             return {int(r): float(q) for rows, W in used for r, q in zip(rows, W[i]) if q > 0}
         return {k: (-value[2 * i + 1], value[2 * i], lambda i=i: shown(2 * i + 1), lambda i=i: shown(2 * i))
-                for i, k in enumerate(targets.tolist())}
+                for i, k in enumerate(keys)}
 
     def bounds(self, lo: np.ndarray, hi: np.ndarray, tighten: bool = False) -> tuple:
         """``relax.node_bounds`` in floating point (no outward rounding: a guide only): ``(L, U, gaps,
@@ -184,7 +228,7 @@ class Disjunct:
         LO, UP = np.zeros((n, d + 1)), np.zeros((n, d + 1))
         LO[:d, :d] = UP[:d, :d] = np.eye(d)
         L, U = np.concatenate([lo, np.zeros(self.N)]), np.concatenate([hi, np.zeros(self.N)])
-        gaps, dfns, tight, shown = {}, {}, {}, {}
+        gaps, dfns, hinges, tight, shown = {}, {}, {}, {}, {}
         starts = {int(r[0]): r for r in self._depths()[0][1:]} if tighten else {}
 
         def side(part, up):
@@ -199,7 +243,7 @@ class Disjunct:
         for k, (kind, parts) in enumerate(self.pieces):
             z = d + k
             if k in starts:
-                shown = self.backsubstitution(starts[k], L, U, gaps)
+                shown = self.backsubstitution(starts[k], L, U, gaps, hinges)
             values = parts if kind == "max" else parts[len(parts) // 2:]
             sides = [(side(p, False), side(p, True)) for p in values]
             ivs = [(extreme(a, False), extreme(b, True)) for a, b in sides]
@@ -213,15 +257,7 @@ class Disjunct:
                 gs = (side(self.gaps[k], False), side(self.gaps[k], True))
                 gl = max(extreme(gs[0], False), ivs[0][0] - ivs[1][1])
                 gu = min(extreme(gs[1], True), ivs[0][1] - ivs[1][0])
-                if k in shown:
-                    bl, bu, wl, wu = shown[k]
-                    cut = SHRINK * (gu - gl)
-                    if bu < gu - cut or (gu > 0 and bu < -1e-7):
-                        gu = bu
-                        tight.setdefault(k, []).append((1, wu()))
-                    if bl > gl + cut or (gl < 0 and bl > 1e-7):
-                        gl = bl
-                        tight.setdefault(k, []).append((0, wl()))
+                gl, gu = _met(k, gl, gu, shown, tight, SHRINK)
                 gaps[k] = (gl, gu)
                 if gl >= 0 or gu <= 0:
                     below, above = sides[0 if gl >= 0 else 1]
@@ -250,10 +286,12 @@ class Disjunct:
                 won = [o[0 if gaps[v][0] >= 0 else 1] if gaps[v][0] >= 0 or gaps[v][1] <= 0 else None
                        for v, o in ((a, order[0]), (b, order[1]))]
                 if won[0] is not None and won[0] == won[1]:
+                    hinges[j] = (won[0],)
                     dfns[j] = (through(parts[won[0]], False), through(parts[won[0]], True))
                 else:
                     h = (through(parts[2], False), through(parts[2], True))
-                    hl, hu = extreme(h[0], False), extreme(h[1], True)
+                    hl, hu = _met(("h", j), extreme(h[0], False), extreme(h[1], True), shown, tight, SHRINK_H)
+                    hinges[j] = (hl, hu)
                     base = (through(parts[1], False), through(parts[1], True))
                     if hl >= 0:
                         dfns[j] = (base[0], base[1] + h[1])
@@ -265,13 +303,13 @@ class Disjunct:
                         low[d] -= r * hu
                         high[d] -= s * hl
                         dfns[j] = (base[0] + low, base[1] + high)
-        return L, U, gaps, dfns, tight
+        return L, U, gaps, dfns, tight, hinges
 
     def lp(self, lo: np.ndarray, hi: np.ndarray, bounds: tuple, only: list | None = None):
         """``(−t*, multipliers, x*)`` of the leaf relaxation over the box [lo, hi] with ``bounds`` (floats;
         the rows in ``LeafRows``' order) and the atoms ``only`` (default: all), or None when HiGHS fails."""
         d, n = self.d, self.d + self.N
-        L, U, gaps, dfns, _ = bounds
+        L, U, gaps, dfns, _, hinges = bounds
         chosen = range(len(self.forms)) if only is None else only
         rows, cols, vals, const = [], [], [], np.zeros(self.rows)
 
@@ -304,6 +342,12 @@ class Disjunct:
             lower, upper = dfns[j]
             add(self.pairs_at + 2 * j, [a, b, *range(d)], [float(s), -float(t), *(-lower[:d])], -lower[d])
             add(self.pairs_at + 2 * j + 1, [a, b, *range(d)], [-float(s), float(t), *upper[:d]], upper[d])
+        if self.pairs:
+            for j, (low, up) in enumerate(zip(*self.chords(np.arange(len(self.pairs)), hinges))):
+                za, s, zb, t = self.pairs[j][:4]
+                for r, f, sign in ((self.chords_at + 2 * j, low, 1), (self.chords_at + 2 * j + 1, up, -1)):
+                    idx = np.flatnonzero(f[:-1])
+                    add(r, [za, zb, *idx], [sign * float(s), -sign * float(t), *(-sign * f[idx])], -sign * f[-1])
         for j in chosen:
             i, a, c = self.atom_floats[j]
             add(self.atoms_at + j, list(i), list(a), c)
@@ -334,6 +378,21 @@ def dyadic(multipliers: dict) -> dict:
         return {}
     scale = 2 ** (40 - math.frexp(top)[1])
     return {i: Fraction(n, scale) for i, q in multipliers.items() if q > top * 1e-12 and (n := round(q * scale)) > 0}
+
+
+def _met(key, lo: float, hi: float, shown: dict, tight: dict, shrink: float) -> tuple[float, float]:
+    """[lo, hi] met with the back-substitution bounds ``shown[key]`` on each side where they make it
+    stable or narrower by ``shrink`` of its width, their witnesses recorded in ``tight[key]``."""
+    if key in shown:
+        bl, bu, wl, wu = shown[key]
+        cut = shrink * (hi - lo)
+        if bu < hi - cut or (hi > 0 and bu < -1e-7):
+            hi = bu
+            tight.setdefault(key, []).append((1, wu()))
+        if bl > lo + cut or (lo < 0 and bl > 1e-7):
+            lo = bl
+            tight.setdefault(key, []).append((0, wl()))
+    return lo, hi
 
 
 def _prepared_floats(form: tuple) -> tuple:
