@@ -202,7 +202,7 @@ def test_stated_tightenings_hold_at_every_point():
     still holds: a stated bound is only as strong as the rows it sums."""
     import numpy as np
 
-    from exactform.checker.relax import layout, node_bounds
+    from exactform.checker.relax import earlier, layout, node_bounds
     from exactform.prove.verify import Disjunct, dyadic
     stated = 0
     for seed, part in product(range(3), range(3)):
@@ -215,18 +215,21 @@ def test_stated_tightenings_hold_at_every_point():
         mark = len(Fm.calls)
         outputs(Fm, read_model(b.to_json(), "b"))
         related = pairs(Fm, mark)
-        starts = layout(Fm, len(related), 0)[1]
+        slots = layout(Fm, len(related), 0)[0]
         rng.seed(part)
         cube = box if not part else [(lo, min(lo + F(rng.randint(2, 8), 8), F(1))) for lo in
                                      (F(rng.randint(-8, 4), 8) for _ in box)]
         floats = [np.array([float(e) for e in ends]) for ends in zip(*cube)]
         shown = Disjunct(Fm, box, [], related).bounds(*floats, tighten=True)[4]
-        guessed = {k: [(rng.randint(0, 1), {i: F(rng.randint(1, 9), 8) for i in rng.sample(range(starts[k]), 3)})]
-                   for k, (kind, data) in enumerate(Fm.nodes) if kind == "max" and len(data) == 2}
+        def guess(z):               # three random multipliers of rows that read only variables before z
+            allowed = [i for i, slot in enumerate(slots) if earlier(slot, z, Fm, related)]
+            return [(rng.randint(0, 1), {i: F(rng.randint(1, 9), 8) for i in rng.sample(allowed, 3)})]
+        guessed = {k: guess(Fm.d + k) for k, (kind, data) in enumerate(Fm.nodes) if kind == "max" and len(data) == 2} | \
+            {("h", n): guess(pair[2]) for n, pair in enumerate(related)}
         plain = node_bounds(Fm, cube, related)[1]
         for tight in ({k: [(side, dyadic(w)) for side, w in ws] for k, ws in shown.items()}, guessed):
             rows = LeafRows(Fm, cube, [], related, tight)
-            stated += sum(rows.gaps[k] != plain[k] for k in tight)
+            stated += sum(rows.gaps[k] != plain[k] for k in tight if isinstance(k, int))
             for _ in range(10):
                 v = node_values(Fm, [lo + (hi - lo) * F(rng.randint(0, 64), 64) for lo, hi in cube])
                 for i in range(len(rows)):
@@ -234,6 +237,9 @@ def test_stated_tightenings_hold_at_every_point():
                 for k, (gl, gu) in rows.gaps.items():
                     P, Q = (sum((c * v[j] for j, c in dict(f).items()), F(0)) for f in Fm.nodes[k][1])
                     assert gl <= P - Q <= gu
+                for n, state in rows.hinges.items():
+                    h = sum((c * v[j] for j, c in rows.hinge(n).items()), F(0))
+                    assert len(state) == 1 or state[0] <= h <= state[1]
     assert stated, "some witness tightened a gap"
 
 
@@ -266,6 +272,10 @@ def test_tightening_witnesses_are_checked(tmp_path):
     def not_a_max(n):
         n["tighten"][0][0] = 0
 
+    def not_a_pair(n):
+        n["tighten"][0][1] = 2 + n["tighten"][0][1] % 2
+        n["tighten"][0][0] = 5          # the first node: no pair's second
+
     def dropped(n):
         for m in _nodes(n):
             m.pop("tighten", None)
@@ -275,6 +285,8 @@ def test_tightening_witnesses_are_checked(tmp_path):
         check_equiv.check(tampered(own_row), "c")
     with pytest.raises(Malformed):
         check_equiv.check(tampered(not_a_max), "c")
+    with pytest.raises(Malformed):
+        check_equiv.check(tampered(not_a_pair), "c")
     bad = copy.deepcopy(cert)
     dropped(bad["claims"][0]["evidence"]["tree"])
     with pytest.raises(Refuted):
