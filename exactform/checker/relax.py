@@ -293,7 +293,7 @@ class LeafRows:
         cube = [(outward(lo, False), outward(hi, True)) for lo, hi in cube]      # a dyadic box around the leaf's
         self.F, self.cube, self.atoms, self.pairs, self.tight = F, cube, atoms, pairs, tight or {}
         self.slots, self.starts = layout(F, len(pairs), len(atoms))
-        self.built, self.integers = {}, {}
+        self.built, self.integers, self.hs, self.plan = {}, {}, {}, relaxation_plan(F, pairs)
         self.bounds, self.gaps, self.diffs, self.hinges = node_bounds(F, cube, pairs, self._tightened if self.tight else None)
 
     def _tightened(self, key, lo: Fraction, hi: Fraction, state: tuple) -> tuple:
@@ -308,10 +308,16 @@ class LeafRows:
                 lo, hi = (lo, min(hi, outward(top, True))) if side else (max(lo, outward(-top, False)), hi)
         return lo, hi
 
+    def deltas(self, n: int) -> list:
+        """Pair n's δ_0, δ_1 over the variables (``relaxation_plan``)."""
+        return self.plan[self.pairs[n][2] - self.F.d][2][5]
+
     def hinge(self, n: int) -> dict:
-        """Pair n's h = δ_0 − δ_1 over the variables."""
-        d0, d1 = relaxation_plan(self.F, self.pairs)[self.pairs[n][2] - self.F.d][2][5]
-        return combine([(1, d0), (-1, d1)])
+        """Pair n's h = δ_0 − δ_1 over the variables, built once."""
+        if n not in self.hs:
+            d0, d1 = self.deltas(n)
+            self.hs[n] = combine([(1, d0), (-1, d1)])
+        return self.hs[n]
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -336,7 +342,7 @@ class LeafRows:
             return self.atoms[j]
         if k == -3:                     # Δ − (δ_1 + min(h, 0)'s chord) and (δ_1 + max(h, 0)'s chord) − Δ
             a, s, b, t = self.pairs[j // 2][:4]
-            d0, d1 = relaxation_plan(self.F, self.pairs)[b - self.F.d][2][5]
+            d0, d1 = self.deltas(j // 2)
             state, h = self.hinges[j // 2], self.hinge(j // 2)
             if len(state) == 1:
                 f = (d0, d1)[state[0]]

@@ -34,8 +34,8 @@ from ..checker.vnnlib import rows
 from ..numbers import format_rational
 
 MARGIN = 1e-9          # an LP optimum t* below this is not worth an exact attempt
-SHRINK = 0.5          # a back-substitution bound is stated where it makes a gap stable or narrower by this part
-SHRINK_H = 0.25       # ... or a pair's h narrower by this part
+SHRINK = 0.1          # a back-substitution bound is stated where it makes a gap stable or narrower by this part
+SHRINK_H = 0.1       # ... or a pair's h narrower by this part
 MIN_WIDTH = 1e-12      # a cell narrower than this (relative to the box) is not split again: unknown
 
 
