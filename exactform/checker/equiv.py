@@ -185,11 +185,13 @@ def _model_work(m) -> list:
 RELAXED = 8        # a relaxed leaf's work per form entry × (d + 2): its pieces' and pairs' functions, both sides
 
 
-def work(tree, models, d: int) -> int:
+def work(tree, models, d: int, F=None) -> int:
     """An upper bound on the entries the check touches, from the sizes alone (before any arithmetic): the
     models' forms (T² scores a head), and per tree node its witnesses over the cell's constraints, the
-    decisions it inherits and, at a leaf, the models' nodes valued as affine maps of x; weighted by the
+    decisions it inherits and, at a leaf, the models' nodes valued as affine maps of x, at a relaxed one its
+    ``tighten`` multipliers × a row's longest (3 + the longest piece of the node table F's maxes); weighted by the
     longest number read."""
+    width = 3 + max((len(p) for kind, data in F.nodes if kind == "max" for p in data), default=0) if F else 0
     (build, nodes), (build_b, nodes_b) = map(_model_work, models)
     size = nodes + nodes_b
     total, stack = build + build_b, [(tree, 2 * d, 0)]
@@ -205,44 +207,10 @@ def work(tree, models, d: int) -> int:
         else:       # a leaf values the nodes; a relaxed one bounds every node's pieces and pairs on its box
             relaxed = isinstance(node, dict) and "relaxed" in node
             total += size * (d + 1) + (RELAXED * (build + build_b) * (d + 2) if relaxed else 0)
+            for e in node.get("tighten", []) if relaxed and isinstance(node.get("tighten"), list) else []:
+                w = e[2] if isinstance(e, list) and len(e) == 3 else []
+                total += width * len(w.get("index", ()) if isinstance(w, dict) else w if isinstance(w, list) else ())
     return total * weight(int(3.33 * spent[1]) + 1)
-
-
-def tightening(node: dict, at: str, F, related: list, slots: list, name: str) -> dict:
-    """A relaxed leaf's ``tighten`` entries ``[z, side, witness]`` as ``{key: [(side, w)]}`` for ``LeafRows``:
-    z a two-piece max node's variable and side 0 or 1 (its gap's lower or upper bound), or z the second
-    node of a pair and side 2 or 3 (that pair's h, key ``("h", n)``); nonnegative multipliers of rows that
-    read only variables before z (``relax.earlier``)."""
-    from .relax import earlier
-    second = {p[2]: n for n, p in enumerate(related)}
-    out: dict = {}
-    for n, e in enumerate(items(node.get("tighten", []), f"{at}.tighten")):
-        where = f"{at}.tighten[{n}]"
-        z, side, w = items(e, where, 3)
-        z, side = integer(z, f"{where}[0]", F.d, F.d + len(F.nodes) - 1), integer(side, f"{where}[1]", 0, 3)
-        kind, data = F.nodes[z - F.d]
-        if side < 2 and (kind != "max" or len(data) != 2) or side >= 2 and z not in second:
-            raise Malformed(f"{where}[0]: variable {z} is not {'a max of two pieces' if side < 2 else 'the second node of a pair'}")
-        w = row(w, f"{where}[2]", len(slots))
-        if any(q < 0 or not earlier(slots[i], z, F, related) for i, q in w.items()):
-            raise Refuted(f"{name}: {where}[2]: a multiplier is negative or names a row that reads variable {z} or later")
-        out.setdefault(z - F.d if side < 2 else ("h", second[z]), []).append((side % 2, w))
-    return out
-
-
-def evidence_work(tree, models: tuple, F) -> int:
-    """The whole check's work figure (``work``), with the entries the relaxed leaves' ``tighten`` witnesses
-    read (listed multipliers × the longest row of the node table ``F``), weighted alike."""
-    width, tight, stack = 3 + max((len(p) for kind, data in F.nodes if kind == "max" for p in data), default=0), 0, [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            stack += node["children"] if isinstance(node.get("children"), list) else []
-            for e in node.get("tighten", []) if isinstance(node.get("tighten"), list) else []:
-                w = e[2] if isinstance(e, list) and len(e) == 3 else None
-                tight += width * len(w["index"] if isinstance(w, dict) and isinstance(w.get("index"), list) else
-                                     w if isinstance(w, list) else [])
-    return work(tree, models, F.d) + tight * weight(int(3.33 * spent[1]) + 1)
 
 
 def implied(cons: list, h: dict, strict: bool, w: dict) -> bool:
@@ -306,8 +274,7 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
     ya = outputs(F, a)
     mark = len(F.calls)
     diff = [(combine([(1, p), (-1, q)])) for p, q in zip(ya, outputs(F, b))]
-    if error := beyond(evidence_work(ev["tree"], (a, b), F), "claims[0].evidence.tree",
-                       "tree nodes × decisions × constraints, model sizes, tightening witnesses"):
+    if error := beyond(work(ev["tree"], (a, b), d, F), "claims[0].evidence.tree", "and tightening witnesses"):
         raise error
     related = None
 
@@ -347,7 +314,7 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
         elif "relaxed" in node:
             if not eps:
                 raise Refuted(f"{name}: {at}: a relaxed leaf shows |A - B| < tolerance, and there is none")
-            from .relax import LeafRows, cell_box, infeasible, layout, pairs      # relaxed leaves only (TRUST.md)
+            from .relax import LeafRows, cell_box, infeasible, layout, pairs, tightening      # relaxed leaves only
             related = pairs(F, mark) if related is None else related
             atoms = [combine([(sign, f)], -eps) for f in diff for sign in (1, -1)]
             tight = tightening(node, at, F, related, layout(F, len(related), len(atoms))[0], name)

@@ -13,7 +13,7 @@ import math
 import operator
 from fractions import Fraction
 
-from .reader import MAX_BITS, ONE, Malformed, combine, dot
+from .reader import MAX_BITS, ONE, Malformed, Refuted, combine, dot, integer, items, row
 
 BITS = 40                   # significant bits of the dyadic numbers the bound propagation rounds to
 
@@ -262,6 +262,27 @@ def earlier(slot: tuple, z: int, F, pairs: list) -> bool:
     """Does the row of ``slot`` read only variables before z (a tightening witness for z may use it)?"""
     node, j = slot
     return node is None or (F.d + node < z if node >= 0 else node in (-2, -3) and pairs[j // 2][2] < z)
+
+
+def tightening(node: dict, at: str, F, related: list, slots: list, name: str) -> dict:
+    """A relaxed leaf's ``tighten`` entries ``[z, side, witness]`` as ``{key: [(side, w)]}`` for ``LeafRows``:
+    z a two-piece max node's variable and side 0 or 1 (its gap's lower or upper bound), or z the second
+    node of a pair and side 2 or 3 (that pair's h, key ``("h", n)``); nonnegative multipliers of rows that
+    read only variables before z (``relax.earlier``)."""
+    second = {p[2]: n for n, p in enumerate(related)}
+    out: dict = {}
+    for n, e in enumerate(items(node.get("tighten", []), f"{at}.tighten")):
+        where = f"{at}.tighten[{n}]"
+        z, side, w = items(e, where, 3)
+        z, side = integer(z, f"{where}[0]", F.d, F.d + len(F.nodes) - 1), integer(side, f"{where}[1]", 0, 3)
+        kind, data = F.nodes[z - F.d]
+        if side < 2 and (kind != "max" or len(data) != 2) or side >= 2 and z not in second:
+            raise Malformed(f"{where}[0]: variable {z} is not {'a max of two pieces' if side < 2 else 'the second node of a pair'}")
+        w = row(w, f"{where}[2]", len(slots))
+        if any(q < 0 or not earlier(slots[i], z, F, related) for i, q in w.items()):
+            raise Refuted(f"{name}: {where}[2]: a multiplier is negative or names a row that reads variable {z} or later")
+        out.setdefault(z - F.d if side < 2 else ("h", second[z]), []).append((side % 2, w))
+    return out
 
 
 def layout(F, pairs: int, atoms: int) -> tuple[list, list]:

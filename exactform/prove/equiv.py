@@ -731,14 +731,14 @@ def compare(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None = 
 def check_work(a_json: dict, b_json: dict, tree: dict, box: list) -> int:
     """The checker's work figure for the certificate of ``tree`` on ``box`` (``check --max-work`` must be at
     least this; its numbers' lengths are the models', a witness's are short dyadics)."""
-    from ..checker.equiv import Forms, evidence_work, outputs, read_model
+    from ..checker.equiv import Forms, outputs, read_model, work
     from ..checker.reader import spent
     spent[:] = [0, 0]
     models = read_model(a_json, "a"), read_model(b_json, "b")
     F = Forms(box)
     for m in models:
         outputs(F, m)
-    return evidence_work(tree, models, F)
+    return work(tree, models, len(box), F)
 
 
 def _exact(doc: dict):
