@@ -13,7 +13,7 @@ import math
 import operator
 from fractions import Fraction
 
-from .reader import MAX_BITS, ONE, Malformed, Refuted, combine, dot, integer, items, row
+from .reader import MAX_BITS, ONE, Malformed, Refuted, combine, integer, items, row
 
 BITS = 40                   # significant bits of the dyadic numbers the bound propagation rounds to
 
@@ -396,20 +396,21 @@ class LeafRows:
         return combine([(1, top), (-1, {z: Fraction(1)})])
 
 
-def farkas_sum(rows, w: dict, form: dict | None = None) -> dict:
-    """``form`` + Σ w_i g_i over the rows named in ``w``, exactly: every row over its own integer
-    denominator (``LeafRows.integral``), summed in integers over one common denominator."""
+def farkas_sum(rows, w: dict, form: dict | None = None) -> tuple[int, list]:
+    """``form`` + Σ w_i g_i over the rows named in ``w``, exactly, as ``(D, numerators)``: every row over
+    its own integer denominator (``LeafRows.integral``), summed in integers over one common denominator D;
+    the numerators per variable, the constant last."""
     parts = [(q, rows.integral(i)) for i, q in w.items()] + ([(Fraction(1), _integral(form))] if form else [])
     D = 1
     for q, (den, _) in parts:
         if D % (n := q.denominator * den) and (D := math.lcm(D, n)).bit_length() > MAX_BITS:
             raise Malformed(f"a witness: a derived denominator exceeds {MAX_BITS} bits, beyond the checker's work limit")
-    total: dict = {}
+    total = [0] * (rows.F.d + len(rows.F.nodes) + 1)          # ONE = −1: the constant is the last entry
     for q, (den, nums) in parts:
         m = q.numerator * (D // (q.denominator * den))
         for k, v in nums.items():
-            total[k] = total.get(k, 0) + m * v
-    return {k: Fraction(v, D) for k, v in total.items() if v}
+            total[k] += m * v
+    return D, total
 
 
 def _integral(form: dict) -> tuple[int, dict]:
@@ -426,9 +427,10 @@ def excess(rows: "LeafRows", w: dict, form: dict | None = None) -> Fraction | No
     multipliers that cancel r's gradient)."""
     if any(q < 0 for q in w.values()):
         return None
-    total = farkas_sum(rows, w, form)
-    ends = [(a, rows.bounds[k][a > 0]) for k, a in total.items() if k != ONE]
-    return total.get(ONE, Fraction(0)) + dot(ends)
+    D, total = farkas_sum(rows, w, form)
+    ends = [(rows.bounds[k][a > 0], a) for k, a in enumerate(total[:-1]) if a]
+    E = math.lcm(*(e.denominator for e, _ in ends))
+    return Fraction(total[-1] * E + sum(e.numerator * (E // e.denominator) * a for e, a in ends), D * E)
 
 
 def infeasible(rows: "LeafRows", w: dict) -> bool:
