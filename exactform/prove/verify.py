@@ -214,7 +214,8 @@ class Disjunct:
         value = (G[:, :-1] * ends).sum(axis=1) + G[:, -1]
 
         def shown(i: int) -> dict:
-            return {int(r): float(q) for rows, W in used for r, q in zip(rows, W[i]) if q > 0}
+            return {r: q for rows, W in used for nz in [np.flatnonzero(W[i] > 0)]
+                    for r, q in zip(rows[nz].tolist(), W[i, nz].tolist())}
         return {k: (-value[2 * i + 1], value[2 * i], lambda i=i: shown(2 * i + 1), lambda i=i: shown(2 * i))
                 for i, k in enumerate(keys)}
 
