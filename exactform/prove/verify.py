@@ -34,8 +34,7 @@ from ..checker.vnnlib import rows
 from ..numbers import format_rational
 
 MARGIN = 1e-9          # an LP optimum t* below this is not worth an exact attempt
-SHRINK = 0.1          # a back-substitution bound is stated where it makes a gap stable or narrower by this part
-SHRINK_H = 0.1       # ... or a pair's h narrower by this part
+SHRINK = 0.1          # a back-substitution bound is stated where it makes a gap or a pair's h stable or narrower by this part
 MIN_WIDTH = 1e-12      # a cell narrower than this (relative to the box) is not split again: unknown
 
 
@@ -122,7 +121,7 @@ class Disjunct:
             return np.zeros(X.shape[0])
         return np.stack([V[:, i] @ a + c for i, a, c in self.atom_floats], axis=1).min(axis=1)
 
-    def _depths(self) -> tuple[list, np.ndarray, np.ndarray]:
+    def _depths(self) -> tuple[list, np.ndarray]:
         """The runs of consecutive nodes of one depth (x: 0; a node: 1 + its pieces' deepest variable), and
         the two-piece nodes' pieces as dense rows over the variables and the constant (floats)."""
         if not hasattr(self, "runs"):
@@ -221,9 +220,9 @@ class Disjunct:
 
     def bounds(self, lo: np.ndarray, hi: np.ndarray, tighten: bool = False) -> tuple:
         """``relax.node_bounds`` in floating point (no outward rounding: a guide only): ``(L, U, gaps,
-        dfns, tight)``; with ``tighten``, a two-piece node's gap met with its back-substitution bounds where
-        they make it stable or narrower by ``SHRINK``, ``tight`` the multipliers that show them
-        (``{k: [(side, {row: q})]}``, ``LeafRows.tight``)."""
+        dfns, tight, hinges)``; with ``tighten``, each two-piece node's gap and pair's h met with its
+        back-substitution bounds (``backsubstitution``, ``_met``), ``tight`` the multipliers that show them
+        (``{key: [(side, {row: q})]}``, ``LeafRows.tight``)."""
         d = self.d
         n = d + self.N
         LO, UP = np.zeros((n, d + 1)), np.zeros((n, d + 1))
@@ -258,7 +257,7 @@ class Disjunct:
                 gs = (side(self.gaps[k], False), side(self.gaps[k], True))
                 gl = max(extreme(gs[0], False), ivs[0][0] - ivs[1][1])
                 gu = min(extreme(gs[1], True), ivs[0][1] - ivs[1][0])
-                gl, gu = _met(k, gl, gu, shown, tight, SHRINK)
+                gl, gu = _met(k, gl, gu, shown, tight)
                 gaps[k] = (gl, gu)
                 if gl >= 0 or gu <= 0:
                     below, above = sides[0 if gl >= 0 else 1]
@@ -291,7 +290,7 @@ class Disjunct:
                     dfns[j] = (through(parts[won[0]], False), through(parts[won[0]], True))
                 else:
                     h = (through(parts[2], False), through(parts[2], True))
-                    hl, hu = _met(("h", j), extreme(h[0], False), extreme(h[1], True), shown, tight, SHRINK_H)
+                    hl, hu = _met(("h", j), extreme(h[0], False), extreme(h[1], True), shown, tight)
                     hinges[j] = (hl, hu)
                     base = (through(parts[1], False), through(parts[1], True))
                     if hl >= 0:
@@ -381,12 +380,12 @@ def dyadic(multipliers: dict) -> dict:
     return {i: Fraction(n, scale) for i, q in multipliers.items() if q > top * 1e-12 and (n := round(q * scale)) > 0}
 
 
-def _met(key, lo: float, hi: float, shown: dict, tight: dict, shrink: float) -> tuple[float, float]:
+def _met(key, lo: float, hi: float, shown: dict, tight: dict) -> tuple[float, float]:
     """[lo, hi] met with the back-substitution bounds ``shown[key]`` on each side where they make it
-    stable or narrower by ``shrink`` of its width, their witnesses recorded in ``tight[key]``."""
+    stable or narrower by ``SHRINK`` of its width, their witnesses recorded in ``tight[key]``."""
     if key in shown:
         bl, bu, wl, wu = shown[key]
-        cut = shrink * (hi - lo)
+        cut = SHRINK * (hi - lo)
         if bu < hi - cut or (hi > 0 and bu < -1e-7):
             hi = bu
             tight.setdefault(key, []).append((1, wu()))
