@@ -287,6 +287,11 @@ def test_tightening_witnesses_are_checked(tmp_path):
         check_equiv.check(tampered(not_a_max), "c")
     with pytest.raises(Malformed):
         check_equiv.check(tampered(not_a_pair), "c")
+    stray = copy.deepcopy(cert)                 # tightenings on a node that is not a relaxed leaf
+    tree = stray["claims"][0]["evidence"]["tree"]
+    tree["tighten"] = next(n for n in _nodes(tree) if n.get("tighten"))["tighten"]
+    with pytest.raises(Malformed):
+        check_equiv.check(stray, "c")
     bad = copy.deepcopy(cert)
     dropped(bad["claims"][0]["evidence"]["tree"])
     with pytest.raises(Refuted):

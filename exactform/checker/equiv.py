@@ -283,7 +283,8 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
     stack = [(ev["tree"], "tree", box_constraints(cube), {})]
     while stack:
         node, at, cons, decided = stack.pop()
-        node, decided = fields(node, at, (), ("decide", "split", "children", "empty", "bound", "relaxed", "tighten")), dict(decided)
+        allowed = ("decide", "split", "children", "empty", "bound", "relaxed") + ("tighten",) * (isinstance(node, dict) and "relaxed" in node)
+        node, decided = fields(node, at, (), allowed), dict(decided)
         entries = items(node.get("decide", []), f"{at}.decide")
         def shows(h, strict, w, where):
             if not implied(cons, h, strict, row(w, where, len(cons))):
