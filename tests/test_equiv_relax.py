@@ -296,3 +296,20 @@ def test_tightening_witnesses_are_checked(tmp_path):
     dropped(bad["claims"][0]["evidence"]["tree"])
     with pytest.raises(Refuted):
         check_equiv.check(bad, "c")
+
+
+def test_a_certificate_over_the_file_limit_is_announced(tmp_path, monkeypatch, capsys):
+    """``equiv --cert`` says when the certificate it wrote is beyond the checker's file limit (spec §6.1),
+    which ``exactform check`` then refuses (exit 2): the limit here lowered to 1000 bytes."""
+    from exactform.checker import reader
+    from exactform.cli import main
+    from exactform.formats import write_json
+    rng = random.Random(5)
+    a = relu_net(rng, [2, 4, 4], outputs=1)
+    for name, net in (("a", a), ("b", quantised(a, F(1, 64)))):
+        write_json(tmp_path / f"{name}.json", net.to_json())
+    monkeypatch.setattr(reader, "MAX_BYTES", 1000)
+    cert = tmp_path / "c.json"
+    assert main(["equiv", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--tolerance", "1", "--cert", str(cert)]) == 0
+    assert "beyond the checker's file limit of 1000" in capsys.readouterr().err
+    assert main(["check", str(cert)]) == 2

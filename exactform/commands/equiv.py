@@ -53,7 +53,8 @@ def _models(paths: list[str], pairs):
 
 def run(args) -> int:
     from ..checker.equiv import Unsupported
-    from ..formats import InputError, write_json
+    from ..checker import reader
+    from ..formats import InputError, canonical_json, write_text
     from ..models.box import domain_box, parse_domain
     from ..numbers import RationalSyntaxError, format_rational, parse_rational
     from ..checker.cost import MAX_WORK
@@ -94,11 +95,15 @@ def run(args) -> int:
     written = None
     if holds and args.cert:
         tree = outcome.tree if not args.max_diff else compare(a, b, box, claim_tolerance).tree
-        write_json(args.cert, certificate(a, b, box, claim_tolerance, tree))
+        write_text(args.cert, document := canonical_json(certificate(a, b, box, claim_tolerance, tree)))
         written = args.cert
         if (needed := check_work(a, b, tree, box)) > MAX_WORK:
             print(f"exactform: note: {args.cert} is beyond the checker's default work bound ({needed:.1e} > "
                   f"{MAX_WORK:.0e}): check it with `exactform check {args.cert} --max-work {needed}`", file=sys.stderr)
+        if (size := len(document.encode())) > reader.MAX_BYTES:
+            print(f"exactform: warning: {args.cert} is {size} bytes, beyond the checker's file limit of {reader.MAX_BYTES} "
+                  "(docs/spec.md §6.1): `exactform check` refuses it; its leaves were checked here by the checker's code",
+                  file=sys.stderr)
     text = lambda v: [format_rational(x) for x in v]  # noqa: E731
     if args.json:
         doc = {"equal": outcome.equal if not args.max_diff else outcome.maximum == 0, "leaves": outcome.leaves,
