@@ -287,6 +287,11 @@ def test_tightening_witnesses_are_checked(tmp_path):
         check_equiv.check(tampered(not_a_max), "c")
     with pytest.raises(Malformed):
         check_equiv.check(tampered(not_a_pair), "c")
+    many = copy.deepcopy(cert)                  # a million empty tightenings: refused by the work bound, before any sum
+    node = next(n for n in _nodes(many["claims"][0]["evidence"]["tree"]) if n.get("tighten"))
+    node["tighten"] = [[node["tighten"][0][0], 0, {"length": node["tighten"][0][2]["length"], "index": [], "value": []}]] * 10 ** 6
+    with pytest.raises(Malformed, match="work"):
+        check_equiv.check(many, "c")
     stray = copy.deepcopy(cert)                 # tightenings on a node that is not a relaxed leaf
     tree = stray["claims"][0]["evidence"]["tree"]
     tree["tighten"] = next(n for n in _nodes(tree) if n.get("tighten"))["tighten"]

@@ -208,8 +208,8 @@ def work(tree, models, d: int, F=None) -> int:
             relaxed = isinstance(node, dict) and "relaxed" in node
             total += size * (d + 1) + (RELAXED * (build + build_b) * (d + 2) if relaxed else 0)
             for e in node.get("tighten", []) if relaxed and isinstance(node.get("tighten"), list) else []:
-                w = e[2] if isinstance(e, list) and len(e) == 3 else []
-                total += width * len(w.get("index", ()) if isinstance(w, dict) else w if isinstance(w, list) else ())
+                w = e[2] if isinstance(e, list) and len(e) == 3 else []      # an entry: its form, its sum, the bounds
+                total += size + width * (1 + len(w.get("index", ()) if isinstance(w, dict) else w if isinstance(w, list) else ()))
     return total * weight(int(3.33 * spent[1]) + 1)
 
 
@@ -274,7 +274,7 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
     ya = outputs(F, a)
     mark = len(F.calls)
     diff = [(combine([(1, p), (-1, q)])) for p, q in zip(ya, outputs(F, b))]
-    if error := beyond(work(ev["tree"], (a, b), d, F), "claims[0].evidence.tree", "and tightening witnesses"):
+    if error := beyond(work(ev["tree"], (a, b), d, F), "claims[0].evidence.tree", "the tree, model sizes, tightening witnesses"):
         raise error
     related = None
 
