@@ -314,15 +314,14 @@ class LeafRows:
         cube = [(outward(lo, False), outward(hi, True)) for lo, hi in cube]      # a dyadic box around the leaf's
         self.F, self.cube, self.atoms, self.pairs, self.tight = F, cube, atoms, pairs, tight or {}
         self.slots, self.starts = layout(F, len(pairs), len(atoms))
-        self.built, self.integers, self.hs, self.plan = {}, {}, {}, relaxation_plan(F, pairs)
+        self.built, self.integers, self.gs, self.hs, self.plan = {}, {}, {}, {}, relaxation_plan(F, pairs)
         self.bounds, self.gaps, self.diffs, self.hinges = node_bounds(F, cube, pairs, self._tightened if self.tight else None)
 
     def _tightened(self, key, lo: Fraction, hi: Fraction, state: tuple) -> tuple:
         """[lo, hi], node k's gap (key k) or pair n's h (key ``("h", n)``), met with what its witnesses show
         (``tight``; the rows they read are final)."""
         self.bounds, self.gaps, self.diffs, self.hinges = state
-        f = self.hinge(key[1]) if isinstance(key, tuple) else combine([(1, dict(self.F.nodes[key][1][0])),
-                                                                       (-1, dict(self.F.nodes[key][1][1]))])
+        f = self.hinge(key[1]) if isinstance(key, tuple) else self.gap(key)
         for side, w in self.tight.get(key, ()):
             top = excess(self, w, f if side else combine([(-1, f)]))
             if top is not None:
@@ -332,6 +331,13 @@ class LeafRows:
     def deltas(self, n: int) -> list:
         """Pair n's δ_0, δ_1 over the variables (``relaxation_plan``)."""
         return self.plan[self.pairs[n][2] - self.F.d][2][5]
+
+    def gap(self, k: int) -> dict:
+        """Two-piece node k's g = p − q over the variables, built once."""
+        if k not in self.gs:
+            p, q = (dict(piece) for piece in self.F.nodes[k][1])
+            self.gs[k] = combine([(1, p), (-1, q)])
+        return self.gs[k]
 
     def hinge(self, n: int) -> dict:
         """Pair n's h = δ_0 − δ_1 over the variables, built once."""
@@ -365,15 +371,14 @@ class LeafRows:
             a, s, b, t = self.pairs[j // 2][:4]
             d0, d1 = self.deltas(j // 2)
             state, h = self.hinges[j // 2], self.hinge(j // 2)
+            lower, sign = j % 2 == 0, 1 if j % 2 == 0 else -1
             if len(state) == 1:
                 f = (d0, d1)[state[0]]
-            elif j % 2 == 0:
-                hl, hu = state
-                f = d1 if hl >= 0 else d0 if hu <= 0 else combine([(1, d1), (r := outward(-hl / (hu - hl), True), h)], -r * hu)
+            elif (hl := state[0]) >= 0 or (hu := state[1]) <= 0:      # h's sign fixed: δ_1 + min(h, 0) or + max(h, 0)
+                f = d1 if (hl >= 0) == lower else d0
             else:
-                hl, hu = state
-                f = d0 if hl >= 0 else d1 if hu <= 0 else combine([(1, d1), (r := outward(hu / (hu - hl), True), h)], -r * hl)
-            sign = 1 if j % 2 == 0 else -1
+                r = outward((-hl if lower else hu) / (hu - hl), True)
+                f = combine([(1, d1), (r, h)], -r * (hu if lower else hl))
             return combine([(sign, {a: s, b: -t}), (-sign, f)])
         if k == -2:                     # every pair has its functions (node_bounds), in the pairs' order
             a, s, b, t = self.pairs[j // 2][:4]
@@ -389,7 +394,7 @@ class LeafRows:
         if j - 2 < len(pieces):
             return combine([(1, {z: Fraction(1)}), (-1, pieces[j - 2])])
         p, q = pieces
-        g = combine([(1, p), (-1, q)])
+        g = self.gap(k)
         gl, gu = self.gaps[k]
         slope = outward(gu / (gu - gl), True) if gl < 0 < gu else None      # dyadic, rounded up: still above max(p, q)
         top = p if gl >= 0 else q if gu <= 0 else combine([(1, q), (slope, g)], -slope * gl)
