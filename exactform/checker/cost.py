@@ -4,6 +4,7 @@ reader's cap on derived numbers, ``MAX_BITS``)."""
 from .reader import Malformed
 
 MAX_WORK = 12 * 10 ** 7      # weighted form entries: the MNIST CNN of docs/performance.md needs 7.8e7 (11 s)
+REFINE = 4                   # refinements of a back-substitution's common denominator (relax.LeafRows.backsubstituted)
 LIMIT = [MAX_WORK]           # this run's bound: ``check --max-work`` raises it knowingly (about 9e6 a CPU second)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .cost import beyond, weight
+from .cost import REFINE, beyond, weight
 from .reader import (FORMAT, ONE, Malformed, Refuted, box, combine, domain, fields, integer, interval, items, load,
                      rational, read_maxout, read_transformer, row, spent)
 
@@ -186,12 +186,11 @@ RELAXED = 8        # a relaxed leaf's work per form entry × (d + 2): its pieces
 
 
 def work(tree, models, d: int, F=None) -> int:
-    """An upper bound on the entries the check touches, from the sizes alone (before any arithmetic): the
-    models' forms (T² scores a head), and per tree node its witnesses over the cell's constraints, the
-    decisions it inherits and, at a leaf, the models' nodes valued as affine maps of x, at a relaxed one its
-    ``tighten`` multipliers × a row's longest (3 + the longest piece of the node table F's maxes); weighted by the
-    longest number read."""
-    width = 3 + max((len(p) for kind, data in F.nodes if kind == "max" for p in data), default=0) if F else 0
+    """An upper bound on the entries the check touches, from the sizes alone (before any arithmetic): the models'
+    forms (T² scores a head), per tree node its witnesses over the cell's constraints, the decisions it inherits,
+    at a leaf the nodes as maps of x, at a relaxed one per ``tighten`` entry (a back-substitution) 4·width + 1
+    per node before its own (width: 3 + F's longest piece) + (REFINE + 2) × F's variables; × the numbers' weight."""
+    width, n = (3 + max((len(p) for k, data in F.nodes if k == "max" for p in data), default=0), len(F.nodes)) if F else (0, 0)
     (build, nodes), (build_b, nodes_b) = map(_model_work, models)
     size = nodes + nodes_b
     total, stack = build + build_b, [(tree, 2 * d, 0)]
@@ -208,8 +207,8 @@ def work(tree, models, d: int, F=None) -> int:
             relaxed = isinstance(node, dict) and "relaxed" in node
             total += size * (d + 1) + (RELAXED * (build + build_b) * (d + 2) if relaxed else 0)
             for e in node.get("tighten", []) if relaxed and isinstance(node.get("tighten"), list) else []:
-                w = e[2] if isinstance(e, list) and len(e) == 3 else []      # an entry: its form, its sum, the bounds
-                total += size + width * (1 + len(w.get("index", ()) if isinstance(w, dict) else w if isinstance(w, list) else ()))
+                z = min(max(e[0] - d, 0), n) if isinstance(e, list) and e and type(e[0]) is int else n
+                total += (REFINE + 2) * (d + n + 1) + (4 * width + 1) * z
     return total * weight(int(3.33 * spent[1]) + 1)
 
 
@@ -315,11 +314,10 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
         elif "relaxed" in node:
             if not eps:
                 raise Refuted(f"{name}: {at}: a relaxed leaf shows |A - B| < tolerance, and there is none")
-            from .relax import LeafRows, cell_box, infeasible, layout, pairs, tightening      # relaxed leaves only
+            from .relax import LeafRows, cell_box, infeasible, pairs, tightening      # relaxed leaves only
             related = pairs(F, mark) if related is None else related
             atoms = [combine([(sign, f)], -eps) for f in diff for sign in (1, -1)]
-            tight = tightening(node, at, F, related, layout(F, len(related), len(atoms))[0], name)
-            rows = LeafRows(F, cell_box(cube, cons), atoms, related, tight)
+            rows = LeafRows(F, cell_box(cube, cons), atoms, related, tightening(node, at, F, related))
             atoms_at = len(rows) - len(atoms)
             for k, w in enumerate(items(node["relaxed"], f"{at}.relaxed", len(diff))):
                 for i, wi in enumerate(items(w, f"{at}.relaxed[{k}]", 2)):

@@ -13,7 +13,8 @@ import math
 import operator
 from fractions import Fraction
 
-from .reader import MAX_BITS, ONE, Malformed, Refuted, combine, integer, items, row
+from .cost import REFINE
+from .reader import MAX_BITS, ONE, Malformed, combine, integer, items
 
 BITS = 40                   # significant bits of the dyadic numbers the bound propagation rounds to
 
@@ -258,30 +259,19 @@ def cell_box(cube: list, cons: list) -> list:
     return cube
 
 
-def earlier(slot: tuple, z: int, F, pairs: list) -> bool:
-    """Does the row of ``slot`` read only variables before z (a tightening witness for z may use it)?"""
-    node, j = slot
-    return node is None or (F.d + node < z if node >= 0 else node in (-2, -3) and pairs[j // 2][2] < z)
-
-
-def tightening(node: dict, at: str, F, related: list, slots: list, name: str) -> dict:
-    """A relaxed leaf's ``tighten`` entries ``[z, side, witness]`` as ``{key: [(side, w)]}`` for ``LeafRows``:
-    z a two-piece max node's variable and side 0 or 1 (its gap's lower or upper bound), or z the second
-    node of a pair and side 2 or 3 (that pair's h, key ``("h", n)``); nonnegative multipliers of rows that
-    read only variables before z (``relax.earlier``)."""
+def tightening(node: dict, at: str, F, related: list) -> dict:
+    """A relaxed leaf's ``tighten`` entries ``[z, side]`` as ``{key: [side]}`` for ``LeafRows``: z a two-piece
+    max node's variable and side 0 or 1 (its gap's lower or upper bound), or z the second node of a pair
+    and side 2 or 3 (that pair's h, key ``("h", n)``)."""
     second = {p[2]: n for n, p in enumerate(related)}
     out: dict = {}
     for n, e in enumerate(items(node.get("tighten", []), f"{at}.tighten")):
-        where = f"{at}.tighten[{n}]"
-        z, side, w = items(e, where, 3)
+        z, side = items(e, where := f"{at}.tighten[{n}]", 2)
         z, side = integer(z, f"{where}[0]", F.d, F.d + len(F.nodes) - 1), integer(side, f"{where}[1]", 0, 3)
         kind, data = F.nodes[z - F.d]
         if side < 2 and (kind != "max" or len(data) != 2) or side >= 2 and z not in second:
             raise Malformed(f"{where}[0]: variable {z} is not {'a max of two pieces' if side < 2 else 'the second node of a pair'}")
-        w = row(w, f"{where}[2]", len(slots))
-        if any(q < 0 or not earlier(slots[i], z, F, related) for i, q in w.items()):
-            raise Refuted(f"{name}: {where}[2]: a multiplier is negative or names a row that reads variable {z} or later")
-        out.setdefault(z - F.d if side < 2 else ("h", second[z]), []).append((side % 2, w))
+        out.setdefault(z - F.d if side < 2 else ("h", second[z]), []).append(side % 2)
     return out
 
 
@@ -305,28 +295,54 @@ class LeafRows:
     ``Δ − δ_1 − c(h)`` and ``δ_1 + C(h) − Δ``, c and C the chords below min(h, 0) and above max(h, 0) on
     [hl, hu] (``hinges``), slopes rounded up (δ_j both ways for a pair fixed to piece j); then the atoms.
 
-    ``tight``: ``{key: [(side, w)]}``, witnesses that tighten the gap g = p − q of the two-piece node k (key
-    k) or pair n's h (key ``("h", n)``) below (side 0) or above (1): nonnegative multipliers of rows that
-    read only earlier variables (``earlier``), so that ``±g ≤ ±g + Σ w_i g_i``, whose maximum over those
-    variables' bounds bounds ±g (back-substitution, stated by the prover and checked in one sum)."""
+    ``tight``: ``{key: [side]}``: node k's gap g = p − q (key k) or pair n's h (key ``("h", n)``) to meet,
+    below (side 0) or above (1), with its back-substitution bound (``backsubstituted``) before any use."""
 
     def __init__(self, F, cube: list, atoms: list, pairs: list = (), tight: dict | None = None):
         cube = [(outward(lo, False), outward(hi, True)) for lo, hi in cube]      # a dyadic box around the leaf's
         self.F, self.cube, self.atoms, self.pairs, self.tight = F, cube, atoms, pairs, tight or {}
         self.slots, self.starts = layout(F, len(pairs), len(atoms))
+        self.chords_at, self.second = len(self.slots) - len(atoms) - 2 * len(pairs), {p[2]: n for n, p in enumerate(pairs)}
         self.built, self.integers, self.gs, self.hs, self.plan = {}, {}, {}, {}, relaxation_plan(F, pairs)
         self.bounds, self.gaps, self.diffs, self.hinges = node_bounds(F, cube, pairs, self._tightened if self.tight else None)
 
     def _tightened(self, key, lo: Fraction, hi: Fraction, state: tuple) -> tuple:
-        """[lo, hi], node k's gap (key k) or pair n's h (key ``("h", n)``), met with what its witnesses show
-        (``tight``; the rows they read are final)."""
+        """[lo, hi] of ``key`` met with its back-substitution bounds on the sides ``tight`` names."""
         self.bounds, self.gaps, self.diffs, self.hinges = state
         f = self.hinge(key[1]) if isinstance(key, tuple) else self.gap(key)
-        for side, w in self.tight.get(key, ()):
-            top = excess(self, w, f if side else combine([(-1, f)]))
-            if top is not None:
-                lo, hi = (lo, min(hi, outward(top, True))) if side else (max(lo, outward(-top, False)), hi)
+        for side in self.tight.get(key, ()):
+            top = self.backsubstituted(f, 1 if side else -1)
+            lo, hi = (lo, min(hi, outward(top, True))) if side else (max(lo, outward(-top, False)), hi)
         return lo, hi
+
+    def backsubstituted(self, f: dict, sign: int) -> Fraction:
+        """An upper bound of sign·f (f reads only variables before its node): sign·f plus nonnegative multiples
+        of earlier rows, from the last variable down (DeepPoly's back-substitution): a pair's first node by the
+        pair's row over the variables, a two-piece node by its top row (positive coefficient c) or z − p (p the
+        piece its gap favours), then the maximum over the variables' bounds.  Over one denominator D, a row R
+        enters as μ·R, μ = ⌊|c| / |R_v|⌋ ≥ 0 (exact; c's residue stays at v's bounds), D refined ``REFINE``
+        times at most when a row's denominator comes within 2^BITS of it."""
+        D, form = _integral(f)
+        T, D, integers, refined = [0] * (self.F.d + len(self.F.nodes) + 1), D << 3 * BITS, self.integers, 0  # ONE = −1: last
+        for k, c in form.items():
+            T[k] = sign * c << 3 * BITS
+
+        def cancel(v: int, i: int):
+            nonlocal D, T, refined
+            den, R = integers[i] if i in integers else self.integral(i)
+            if (D >> BITS) < den and refined < REFINE and den.bit_length() + 2 * BITS <= MAX_BITS:
+                s, refined = den.bit_length() + 2 * BITS - D.bit_length(), refined + 1
+                D, T = D << s, [c << s for c in T]
+            if (r := R.get(v)) and (r > 0) != (T[v] > 0) and (mu := abs(T[v]) // abs(r)):
+                for k, c in R.items():
+                    T[k] += mu * c
+        for v in range(max(form, default=ONE), self.F.d - 1, -1):
+            if (n := self.second.get(v)) is not None and T[a := self.pairs[n][0]]:      # Δ's rows: +s·z_a, −s·z_a
+                cancel(a, self.chords_at + 2 * n + (T[a] * self.pairs[n][1] > 0))
+            if T[v] and (k := v - self.F.d) in self.gaps:
+                gl, gu = self.gaps[k]
+                cancel(v, self.starts[k] + (4 if T[v] > 0 else 2 + (gl < 0 and (gu <= 0 or gu < -gl))))
+        return _maximum(self.bounds, D, T)
 
     def deltas(self, n: int) -> list:
         """Pair n's δ_0, δ_1 over the variables (``relaxation_plan``)."""
@@ -401,11 +417,11 @@ class LeafRows:
         return combine([(1, top), (-1, {z: Fraction(1)})])
 
 
-def farkas_sum(rows, w: dict, form: dict | None = None) -> tuple[int, list]:
-    """``form`` + Σ w_i g_i over the rows named in ``w``, exactly, as ``(D, numerators)``: every row over
-    its own integer denominator (``LeafRows.integral``), summed in integers over one common denominator D;
-    the numerators per variable, the constant last."""
-    parts = [(q, rows.integral(i)) for i, q in w.items()] + ([(Fraction(1), _integral(form))] if form else [])
+def farkas_sum(rows, w: dict) -> tuple[int, list]:
+    """Σ w_i g_i over the rows named in ``w``, exactly, as ``(D, numerators)``: every row over its own
+    integer denominator (``LeafRows.integral``), summed in integers over one common denominator D; the
+    numerators per variable, the constant last."""
+    parts = [(q, rows.integral(i)) for i, q in w.items()]
     D = 1
     for q, (den, _) in parts:
         if D % (n := q.denominator * den) and (D := math.lcm(D, n)).bit_length() > MAX_BITS:
@@ -424,20 +440,15 @@ def _integral(form: dict) -> tuple[int, dict]:
     return D, {k: a.numerator * (D // a.denominator) for k, a in form.items()}
 
 
-def excess(rows: "LeafRows", w: dict, form: dict | None = None) -> Fraction | None:
-    """The maximum of r = ``form`` + Σ w_i g_i over the variables' bounds of the leaf (each coefficient of r
-    at the end of its variable's interval that its sign points to, ``LeafRows.bounds``), or None when a
-    multiplier is negative: an upper bound of ``form`` where every row holds.  Negative with no form: no
-    point meets every row (Farkas, with the rows x − l, u − x, z − L, U − z taken implicitly with the
-    multipliers that cancel r's gradient)."""
-    if any(q < 0 for q in w.values()):
-        return None
-    D, total = farkas_sum(rows, w, form)
-    ends = [(rows.bounds[k][a > 0], a) for k, a in enumerate(total[:-1]) if a]
+def _maximum(bounds: list, D: int, total: list) -> Fraction:
+    """The maximum of the form ``total``/D (integers per variable, the constant last) over the variables'
+    ``bounds``: each coefficient at the end of its variable's interval that its sign points to."""
+    ends = [(bounds[k][a > 0], a) for k, a in enumerate(total[:-1]) if a]
     E = math.lcm(*(e.denominator for e, _ in ends))
     return Fraction(total[-1] * E + sum(e.numerator * (E // e.denominator) * a for e, a in ends), D * E)
 
 
 def infeasible(rows: "LeafRows", w: dict) -> bool:
-    value = excess(rows, w)
-    return value is not None and value < 0
+    """Farkas: no point meets every row when w ≥ 0 and Σ w_i g_i is negative at every point of the
+    variables' bounds (its maximum there: the rows x − l, u − x, z − L, U − z taken implicitly)."""
+    return all(q >= 0 for q in w.values()) and _maximum(rows.bounds, *farkas_sum(rows, w)) < 0

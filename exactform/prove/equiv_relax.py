@@ -23,7 +23,7 @@ import numpy as np
 from ..checker.equiv import ONE, combine
 from ..checker.relax import LeafRows, pairs, through
 from ..numbers import format_rational
-from .verify import MARGIN, Deadline, Disjunct, Search, dyadic, sparse_text
+from .verify import MARGIN, Deadline, Disjunct, Search, sparse_text
 
 MIN_WIDTH = 2.0 ** -16       # a cell this narrow (relative to the box) that the relaxation cannot close goes to the cell search
 
@@ -123,11 +123,10 @@ class Relaxed:
         return root, left, stack
 
     def _close(self, cube: list, plans: list, tight: dict) -> dict | None:
-        """The leaf ``{"relaxed": [[w⁺, w⁻] per output], "tighten": [[node, side, w]]}`` when every float plan
+        """The leaf ``{"relaxed": [[w⁺, w⁻] per output], "tighten": [[node, side]]}`` when every float plan
         rounds to an exact witness of its atom (the checker's ``relax.infeasible``) on the rows that the
-        rounded tightening witnesses ``tight`` give, else None."""
-        exact = {k: [(side, dyadic(w)) for side, w in ws] for k, ws in tight.items()}
-        rows = LeafRows(self.p.F, cube, self.p.forms, self.p.pairs, exact)
+        back-substitutions ``tight`` (``{key: [side]}``) give, else None."""
+        rows = LeafRows(self.p.F, cube, self.p.forms, self.p.pairs, tight)
         out = []
         for w in plans:
             witness = self.p.witness(cube, w, rows)
@@ -135,9 +134,9 @@ class Relaxed:
                 return None
             out.append(sparse_text(witness, len(rows)))
         leaf = {"relaxed": [out[k:k + 2] for k in range(0, len(out), 2)]}
-        if exact:
-            leaf["tighten"] = [[self.p.d + k if isinstance(k, int) else self.p.pairs[k[1]][2], side + 2 * (not isinstance(k, int)),
-                                sparse_text(w, len(rows))] for k, ws in exact.items() for side, w in ws]
+        if tight:
+            leaf["tighten"] = [[self.p.d + k if isinstance(k, int) else self.p.pairs[k[1]][2], side + 2 * (not isinstance(k, int))]
+                               for k, sides in tight.items() for side in sides]
         return leaf
 
     def _gap(self, x: np.ndarray, cube: list) -> Fraction:

@@ -165,13 +165,12 @@ class Disjunct:
         return low, up
 
     def backsubstitution(self, run: np.ndarray, L: np.ndarray, U: np.ndarray, gaps: dict, hinges: dict) -> dict:
-        """``{key: (lo, hi, w_lower, w_upper)}`` for the two-piece nodes of ``run`` (key k: g = p − q) and the
+        """``{key: (lo, hi)}`` for the two-piece nodes of ``run`` (key k: g = p − q) and the
         pairs whose second node is in it (key ``("h", n)``: h = δ_0 − δ_1): bounds by back-substitution
         through the earlier rows — a paired node's coefficient moved onto Δ (``relax.through``) and Δ replaced by
         its row over the variables; a two-piece node by ``top − z`` where the coefficient is positive, ``z − p`` or
         ``z − q`` (the piece larger on more of the gap's range) where it is negative — the rest at the
-        variables' bounds, and functions giving the multipliers ``{row: q}`` that show them
-        (``LeafRows.tight``).  Floats: a guide, checked exactly by ``LeafRows``."""
+        variables' bounds (``LeafRows.backsubstituted`` in floating point: a guide to the sides worth stating)."""
         runs, P = self._depths()
         d = self.d
         keys = [k for k in run.tolist() if k in self.gaps] + [("h", self.diffs[k][0]) for k in run.tolist() if k in self.diffs]
@@ -181,7 +180,6 @@ class Disjunct:
         for i, key in enumerate(keys):
             G[2 * i] = P[0, key] - P[1, key] if isinstance(key, int) else self.deltas[0, key[1]] - self.deltas[1, key[1]]
             G[2 * i + 1] = -G[2 * i]
-        used = []
         for earlier in reversed([r for r in runs if r[0] < run[0]]):
             if paired := [k for k in earlier.tolist() if k in self.diffs]:
                 n = np.array([self.diffs[k][0] for k in paired])
@@ -194,7 +192,6 @@ class Disjunct:
                     low, up = self.chords(n, hinges)
                     pos, neg = np.maximum(cd, 0), np.minimum(cd, 0)
                     G += pos @ up + neg @ low
-                    used += [(self.chords_at + 2 * n + 1, pos), (self.chords_at + 2 * n, -neg)]
             R = np.array([k for k in earlier if k in gaps], dtype=int)
             if not len(R) or not (C := G[:, d + R]).any():
                 continue
@@ -207,22 +204,15 @@ class Disjunct:
             pos, neg = np.maximum(C, 0), np.minimum(C, 0)
             G[:, d + R] = 0
             G += pos @ top + neg @ low
-            base = np.array(self.base)[R]
-            used += [(base + 4, pos), (base + 2 + (~first), -neg)]
         ends = np.where(G[:, :-1] > 0, U[None, :], L[None, :])
         value = (G[:, :-1] * ends).sum(axis=1) + G[:, -1]
-
-        def shown(i: int) -> dict:
-            return {r: q for rows, W in used for nz in [np.flatnonzero(W[i] > 0)]
-                    for r, q in zip(rows[nz].tolist(), W[i, nz].tolist())}
-        return {k: (-value[2 * i + 1], value[2 * i], lambda i=i: shown(2 * i + 1), lambda i=i: shown(2 * i))
-                for i, k in enumerate(keys)}
+        return {k: (-value[2 * i + 1], value[2 * i]) for i, k in enumerate(keys)}
 
     def bounds(self, lo: np.ndarray, hi: np.ndarray, tighten: bool = False) -> tuple:
         """``relax.node_bounds`` in floating point (no outward rounding: a guide only): ``(L, U, gaps,
         dfns, tight, hinges)``; with ``tighten``, each two-piece node's gap and pair's h met with its
-        back-substitution bounds (``backsubstitution``, ``_met``), ``tight`` the multipliers that show them
-        (``{key: [(side, {row: q})]}``, ``LeafRows.tight``)."""
+        back-substitution bounds (``backsubstitution``, ``_met``), ``tight`` the sides stated
+        (``{key: [side]}``, ``LeafRows.tight``)."""
         d = self.d
         n = d + self.N
         LO, UP = np.zeros((n, d + 1)), np.zeros((n, d + 1))
@@ -382,16 +372,16 @@ def dyadic(multipliers: dict) -> dict:
 
 def _met(key, lo: float, hi: float, shown: dict, tight: dict) -> tuple[float, float]:
     """[lo, hi] met with the back-substitution bounds ``shown[key]`` on each side where they make it
-    stable or narrower by ``SHRINK`` of its width, their witnesses recorded in ``tight[key]``."""
+    stable or narrower by ``SHRINK`` of its width, the sides recorded in ``tight[key]``."""
     if key in shown:
-        bl, bu, wl, wu = shown[key]
+        bl, bu = shown[key]
         cut = SHRINK * (hi - lo)
         if bu < hi - cut or (hi > 0 and bu < -1e-7):
             hi = bu
-            tight.setdefault(key, []).append((1, wu()))
+            tight.setdefault(key, []).append(1)
         if bl > lo + cut or (lo < 0 and bl > 1e-7):
             lo = bl
-            tight.setdefault(key, []).append((0, wl()))
+            tight.setdefault(key, []).append(0)
     return lo, hi
 
 
