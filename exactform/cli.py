@@ -1,5 +1,5 @@
 """The ``exactform`` command: exit 0 done, 1 refuted / failed / ``--timeout``, 2 bad input (one line), 141
-stdout closed (``| head``).  ``exactform check`` without ``--timeout`` loads only the standard-library checker."""
+stdout closed (``| head``).  ``exactform check`` with only its own options loads only the standard-library checker."""
 import argparse
 import os
 import sys
@@ -8,12 +8,14 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv[:1] == ["check"] and "--timeout" not in argv:
+        if argv[:1] == ["check"]:           # the fast path, when every --option is check's own (not --timeout, no typo)
             from .checker.command import add_parser, run
             parser = argparse.ArgumentParser(prog="exactform")
-            add_parser(parser.add_subparsers(dest="command", required=True))
+            own = add_parser(parser.add_subparsers(dest="command", required=True))._option_string_actions
+            end = argv.index("--") if "--" in argv else len(argv)
+        if argv[:1] == ["check"] and all(a.split("=", 1)[0] in own for a in argv[1:end] if a.startswith("--")):
             code = run(parser.parse_args(argv))
-        else:
+        else:                               # deadline names a misspelt option, with the closest, as for every command
             from .deadline import main as run_command
             code = run_command(argv)
         sys.stdout.flush()

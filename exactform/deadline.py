@@ -96,9 +96,17 @@ def misspelt(parser: argparse.ArgumentParser, argv: list[str]) -> None:
     from difflib import get_close_matches
 
     from .errors import InputError
+
+    def unknown(option: str, known: dict, of: str) -> InputError:
+        close = get_close_matches(option, [k for k in known if k.startswith("--")], n=1)
+        return InputError(option, "", f"unknown option of {of}; " +
+                          (f"did you mean {close[0]}?" if close else f"{of} --help lists them"))
+
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     i = 0
-    while i < len(argv) and argv[i].startswith("-"):
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
+        if (option := argv[i].split("=", 1)[0]).startswith("--") and option not in parser._option_string_actions:
+            raise unknown(option, parser._option_string_actions, "exactform")
         i += 2 if argv[i] == "--timeout" else 1
     if i == len(argv) or argv[i] == "--":
         return
@@ -109,11 +117,8 @@ def misspelt(parser: argparse.ArgumentParser, argv: list[str]) -> None:
                                                            else "exactform --help lists the commands"))
     known = {**sub.choices[name]._option_string_actions, **parser._option_string_actions}
     for arg in argv[i + 1:argv.index("--") if "--" in argv else len(argv)]:
-        option = arg.split("=", 1)[0]
-        if option.startswith("--") and option not in known:
-            close = get_close_matches(option, [k for k in known if k.startswith("--")], n=1)
-            raise InputError(option, "", f"unknown option of exactform {name}; " +
-                             (f"did you mean {' or '.join(close)}?" if close else f"exactform {name} --help lists them"))
+        if (option := arg.split("=", 1)[0]).startswith("--") and option not in known:
+            raise unknown(option, known, f"exactform {name}")
 
 
 def normalise_argv(argv: list[str]) -> list[str]:

@@ -6,7 +6,8 @@ and worker counts.  ``fn`` must be picklable (a module-level function or a ``fun
 of one) and pure, so re-running a task is always safe.  An exception raised by a task propagates
 unchanged.  Work lost with a worker is re-run: by a fresh process pool (``LocalProcesses``, up to
 ``retries`` times) or by the Dask scheduler (its ``distributed.scheduler.allowed-failures``); when
-it is still lost, ``ExecutorError`` is raised and the caller writes nothing.
+it is still lost, ``ExecutorError`` is raised and the caller writes nothing.  Local workers end with
+their command however it ends: stopped (``--timeout``, Ctrl-C) or killed (``end_with_parent``).
 """
 from __future__ import annotations
 
@@ -50,12 +51,31 @@ class Executor:
 Serial = Executor
 
 
-def _worker_init() -> None:
+def end_with_parent(parent: int, every: float = 0.5) -> None:
+    """In a child process of ``parent``: a daemon thread that ends this process (and its process group
+    when it leads one) once ``parent`` has gone, checked every ``every`` seconds.  A parent ended by
+    SIGTERM or SIGKILL cannot stop its children itself; without this they would compute on, orphans."""
+    import signal
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        if os.getpgrp() == os.getpid():                 # a worker: the proof scripts it started too
+            os.killpg(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+    threading.Thread(target=watch, name="end_with_parent", daemon=True).start()
+
+
+def _worker_init(parent: int) -> None:
     """Worker initializer: its own process group, which SIGTERM kills whole (the worker and any
-    proof script it started), so a stopped command leaves nothing running."""
+    proof script it started), so a stopped command leaves nothing running; and so does a killed one
+    (``end_with_parent``)."""
     import signal
     os.setpgrp()
     signal.signal(signal.SIGTERM, lambda signum, frame: os.killpg(os.getpgrp(), signal.SIGKILL))
+    end_with_parent(parent)
 
 
 class LocalProcesses(Executor):
@@ -68,7 +88,7 @@ class LocalProcesses(Executor):
         self._pool = self._fresh()
 
     def _fresh(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_init)
+        return ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_init, initargs=(os.getpid(),))
 
     def map(self, fn, items):
         items = list(items)

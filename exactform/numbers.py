@@ -14,6 +14,9 @@ from fractions import Fraction
 
 import flint
 
+from .checker.reader import MAX_DIGITS, RATIONAL
+from .checker.vnnlib import read_decimal
+
 ZERO = Fraction(0)
 
 
@@ -32,10 +35,8 @@ it pickles and copies like a dict."""
 """The shared zero of models built in this process: ``row.count(ZERO)`` counts zeros at C speed
 when they are this object (other zeros still count, through ``Fraction.__eq__``)."""
 
-MAX_DIGITS = 4000
-"""Largest number of decimal digits accepted in a numerator or denominator (documented limit)."""
-
-_RATIONAL = re.compile(r"(-?)(0|[1-9][0-9]*)(?:/([1-9][0-9]*))?\Z")
+# MAX_DIGITS (the most decimal digits of a numerator or denominator: the documented limit), the grammar
+# RATIONAL and the decimal reader read_decimal are the checker's: one definition, on the trusted side.
 
 
 class RationalSyntaxError(ValueError):
@@ -49,7 +50,7 @@ def parse_rational(text: object) -> Fraction:
     """
     if not isinstance(text, str):
         raise RationalSyntaxError(f"expected a rational string such as \"-7/12\", got {_describe(text)}")
-    m = _RATIONAL.match(text)
+    m = RATIONAL.fullmatch(text)
     if m is None:
         shown = text if len(text) <= 40 else text[:37] + "..."
         raise RationalSyntaxError(f"{shown!r} is not a rational of the form \"-7/12\"")
@@ -64,25 +65,20 @@ def parse_rational(text: object) -> Fraction:
     return Fraction(-p if sign else p, q)
 
 
-_DECIMAL = re.compile(r"([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?\Z")
-
-
 def parse_decimal(text: object) -> Fraction:
     """The exact value of a decimal such as ``-0.25`` or ``5.4e-02`` (for float-text formats like
     ``.nnet`` and ``--domain``), within the size limit: at most ``MAX_DIGITS`` digits and an
     exponent of at most ``MAX_DIGITS`` in absolute value (``1e999999999`` would take hours)."""
     if not isinstance(text, str):
         raise RationalSyntaxError(f"expected a decimal string, got {_describe(text)}")
-    m = _DECIMAL.match(text.strip())
-    if m is None:
+    try:
+        q = read_decimal(text.strip())
+    except ValueError as e:
+        raise RationalSyntaxError(f"{e} (documented size limit)") from None
+    if q is None:
         shown = text if len(text) <= 40 else text[:37] + "..."
         raise RationalSyntaxError(f"{shown!r} is not a decimal number")
-    sign, digits, exponent = m.groups()
-    if len(digits) > MAX_DIGITS + 1 or (exponent is not None and
-                                         (len(exponent) > 8 or abs(int(exponent)) > MAX_DIGITS)):
-        raise RationalSyntaxError(f"more than {MAX_DIGITS} digits or an exponent beyond ±{MAX_DIGITS} "
-                                  "(documented size limit)")
-    return Fraction(sign + digits + (f"e{exponent}" if exponent is not None else ""))
+    return q
 
 
 _FRACTION = re.compile(r"([+-]?)([0-9]+)/([0-9]+)\Z")

@@ -263,13 +263,20 @@ def test_plot_to_a_file_that_is_not_an_image_is_refused_before_work(tmp_path, ca
     (["comile", "net.json"], ["comile: unknown command; did you mean compile?"]),
     (["--timeout", "5", "cerify"], ["cerify: unknown command; did you mean certify or "]),
     (["compile", "ABS", "--ouput", "x.json"], ["--ouput: unknown option of exactform compile; did you mean --output?"]),
+    (["check", "--mx-work", "5", "CERT"], ["--mx-work: unknown option of exactform check; did you mean --max-work?"]),
+    (["check", "CERT", "--junt=r.xml"], ["--junt: unknown option of exactform check; did you mean --junit?"]),
+    (["check", "--max-w", "5", "CERT"], ["--max-w: unknown option of exactform check; did you mean --max-work?"]),
+    (["--timeout", "5", "check", "--mx-work", "5", "CERT"], ["--mx-work: unknown option of exactform check; did"]),
+    (["check", "--timeout=5", "CERT"], ["none.cert.json: No such file or directory"]),
+    (["--timout", "5", "check", "CERT"], ["--timout: unknown option of exactform; did you mean --timeout?"]),
+    (["--timout=5", "eval", "ABS"], ["--timout: unknown option of exactform; did you mean --timeout?"]),
     (["compile", "ONNX", "-o", "OUT"], ["an ONNX network, not exactform JSON: run `exactform import"]),
     (["prove", "c9"], ["unknown claim 'c9' (expected C1 ... C8 or Coq)"]),
 ])
 def test_typos_and_wrong_files_get_a_line_that_says_what_to_do(argv, words, tmp_path, capsys):
     onnx = ROOT / "data" / "acasxu" / "ACASXU_run2a_1_1_batch_2000.onnx"
-    argv = [{"ABS": str(EXAMPLES / "abs.json"), "ONNX": str(onnx), "OUT": str(tmp_path / "o.json")}.get(a, a)
-            for a in argv]
+    argv = [{"ABS": str(EXAMPLES / "abs.json"), "ONNX": str(onnx), "OUT": str(tmp_path / "o.json"),
+             "CERT": str(tmp_path / "none.cert.json")}.get(a, a) for a in argv]
     one_line_error(*cli(capsys, *argv), *words)
 
 

@@ -17,6 +17,7 @@ import contextlib
 import io
 import json
 import multiprocessing
+import os
 import random
 import struct
 import sys
@@ -28,6 +29,7 @@ from pathlib import Path
 from exactform.benchmarks.timing import table
 from exactform.cli import main
 from exactform.construct.maxout_to_transformer import compile_maxout
+from exactform.executor import end_with_parent
 from exactform.formats import write_json
 from exactform.importers import import_network
 from exactform.models import MaxoutLayer, MaxoutNet
@@ -70,7 +72,8 @@ def float16(net: MaxoutNet) -> MaxoutNet:
                      rounded(net.readout_weight), rounded(net.readout_bias))
 
 
-def _max_diff(args, queue, clock):
+def _max_diff(args, queue, clock, parent):
+    end_with_parent(parent)
     queue.put(clock(args))
 
 
@@ -94,16 +97,18 @@ def quantised(net: MaxoutNet, step: Fraction) -> MaxoutNet:
 
 
 def capped(args: list[str], clock=timed) -> tuple[float, str] | None:
-    """``clock`` (``timed`` or ``wall``) in a child process stopped after CAP seconds (None)."""
+    """``clock`` (``timed`` or ``wall``) in a child process stopped after CAP seconds (None), or when
+    this one is stopped (Ctrl-C; ``end_with_parent`` when killed)."""
     queue = multiprocessing.Queue()
-    child = multiprocessing.Process(target=_max_diff, args=(args, queue, clock))
+    child = multiprocessing.Process(target=_max_diff, args=(args, queue, clock, os.getpid()))
     child.start()
-    child.join(CAP)
-    if child.is_alive():
-        child.terminate()
-        child.join()
-        return None
-    return queue.get()
+    try:
+        child.join(CAP)
+        return None if child.is_alive() else queue.get()
+    finally:
+        if child.is_alive():
+            child.terminate()
+            child.join()
 
 
 def run() -> None:

@@ -19,7 +19,7 @@ MAX_ENTRIES = 10 ** 7        # list entries materialised while reading one certi
 MAX_STATES = 10 ** 6         # tokens × width: the forms of one state of the walk
 MAX_BITS = 1 << 14           # bits of a derived numerator or denominator (every sum and product of forms)
 ONE = -1                     # key of the constant term of an affine form {variable: coefficient}
-_RATIONAL = re.compile(r"(-?)(0|[1-9][0-9]*)(?:/([1-9][0-9]*))?")
+RATIONAL = re.compile(r"(-?)(0|[1-9][0-9]*)(?:/([1-9][0-9]*))?")     # canonical rational (fullmatch)
 spent = [0, 0]               # list entries materialised, most digits of a number read (reset per certificate)
 
 class Malformed(ValueError): """Not a readable certificate or model, or beyond a work limit (exit 2)."""
@@ -95,7 +95,7 @@ def rational(v, where, i=None, _seen={}) -> Fraction:
     if not isinstance(v, str) or isinstance(v, _Float):
         _fail(at, f"float literal {v[:40]} (rationals are strings such as \"-7/12\")" if isinstance(v, _Float)
               else "expected a rational string such as \"-7/12\"")
-    m, spent[1] = _RATIONAL.fullmatch(v), max(spent[1], len(v))
+    m, spent[1] = RATIONAL.fullmatch(v), max(spent[1], len(v))
     if not m or len(m[2]) > MAX_DIGITS or len(m[3] or "") > MAX_DIGITS:
         _fail(at, f"{v[:40]!r} is not a rational of at most {MAX_DIGITS} digits such as \"-7/12\"")
     p, d = int(m[2]), int(m[3] or 1)

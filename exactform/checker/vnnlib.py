@@ -27,7 +27,7 @@ MAX_ATOMS = MAX_ENTRIES
 
 VAR = re.compile(r"([XY])_(0|[1-9][0-9]*)\Z")
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
-_DECIMAL = re.compile(r"([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?\Z")
+_DECIMAL = re.compile(r"([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?")     # read_decimal's grammar
 
 
 class Unreadable(Malformed):
@@ -229,19 +229,30 @@ def forms(source: str, path):
         raise Unreadable(path, f"line {start}", "unbalanced '(' (the command is not closed)")
 
 
-def number(expr, path, where: str) -> Fraction:
-    """A decimal such as ``-0.25`` or ``5.4e-02``, or ``(- d)``, read exactly: at most ``MAX_DIGITS``
-    digits and an exponent of at most ``MAX_DIGITS`` in absolute value, checked before parsing."""
-    negative = isinstance(expr, list) and len(expr) == 2 and expr[0] == "-"
-    value = expr[1] if negative else expr
-    m = _DECIMAL.match(value) if isinstance(value, str) and not (negative and value.startswith(("+", "-"))) else None
-    if m is None:
-        raise Unreadable(path, where, f"{show(value)!r} is not a decimal number" if isinstance(value, str)
-                         else f"expected a decimal number, got {show(expr)}")
+def read_decimal(text: str) -> Fraction | None:
+    """The exact value of a decimal such as ``-0.25``, ``.5`` or ``5.4e-02`` (VNN-LIB's numbers, and
+    ``numbers.parse_decimal``'s), None if ``text`` is not one; ValueError beyond MAX_DIGITS digits or an
+    exponent beyond ±MAX_DIGITS (``1e999999999``), checked before any arithmetic."""
+    if not (m := _DECIMAL.fullmatch(text)):
+        return None
     sign, digits, exponent = m.groups()
     if len(digits) > MAX_DIGITS + 1 or exponent is not None and (len(exponent) > 8 or abs(int(exponent)) > MAX_DIGITS):
-        raise Unreadable(path, where, f"more than {MAX_DIGITS} digits or an exponent beyond ±{MAX_DIGITS}")
-    q = Fraction(sign + digits + (f"e{exponent}" if exponent is not None else ""))
+        raise ValueError(f"more than {MAX_DIGITS} digits or an exponent beyond ±{MAX_DIGITS}")
+    return Fraction(sign + digits + (f"e{exponent}" if exponent is not None else ""))
+
+
+def number(expr, path, where: str) -> Fraction:
+    """A decimal such as ``-0.25`` or ``5.4e-02``, or ``(- d)``, read exactly by ``read_decimal``: at most
+    ``MAX_DIGITS`` digits and an exponent of at most ``MAX_DIGITS`` in absolute value, checked before parsing."""
+    negative = isinstance(expr, list) and len(expr) == 2 and expr[0] == "-"
+    value = expr[1] if negative else expr
+    try:
+        q = read_decimal(value) if isinstance(value, str) and not (negative and value.startswith(("+", "-"))) else None
+    except ValueError as e:
+        raise Unreadable(path, where, str(e)) from None
+    if q is None:
+        raise Unreadable(path, where, f"{show(value)!r} is not a decimal number" if isinstance(value, str)
+                         else f"expected a decimal number, got {show(expr)}")
     return -q if negative else q
 
 

@@ -1,0 +1,82 @@
+"""Issue 26: a command or benchmark ended by a signal leaves no process of its own running (a worker
+computing on, an orphan, for minutes or hours).  Processes are read from /proc (Linux)."""
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` has not exited (a zombie has)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def survivors(job: subprocess.Popen, count: int, sig: signal.Signals) -> list[int]:
+    """Once ``job`` has ``count`` children: send it ``sig``, and return those children still running 5 s
+    after it ended (none killed here before the assertion reads them; all killed after)."""
+    workers = []
+    try:
+        deadline = time.monotonic() + 15
+        while len(workers := children(job.pid)) < count and job.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(workers) == count and job.poll() is None, (workers, job.poll())
+        job.send_signal(sig)
+        job.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while any(map(running, workers)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return [w for w in workers if running(w)]
+    finally:
+        job.kill()
+        for w in workers:
+            if running(w):
+                os.kill(w, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_killed_command_leaves_no_worker_running(tmp_path, sig):
+    """``regions --workers 2`` ended by SIGTERM (``kill``, a CI job's timeout) or SIGKILL (the guard of
+    ``--timeout``) while its workers compute: they end within seconds (``executor.end_with_parent``)."""
+    from exactform.formats import write_json
+    from exactform.proofs.nets import relu_net
+    write_json(tmp_path / "net.json", relu_net(random.Random(0), [4, 40, 40]).to_json())   # minutes of work
+    job = subprocess.Popen([sys.executable, "-m", "exactform", "regions", str(tmp_path / "net.json"), "--workers", "2"],
+                           env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert survivors(job, 2, sig) == []
+
+
+BENCH = """
+import time
+from exactform.benchmarks import equiv_bench
+equiv_bench.capped(600, clock=time.sleep)          # a case that would run for 10 minutes
+"""
+
+
+def test_a_killed_benchmark_leaves_no_capped_run_running():
+    """``equiv_bench.capped`` runs each case in a child process: killing the benchmark ends it too."""
+    job = subprocess.Popen([sys.executable, "-c", BENCH], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert survivors(job, 1, signal.SIGTERM) == []
