@@ -55,7 +55,7 @@ def add_parser(sub):
     p.add_argument("-v", "--verbose", action="store_true", help="print every claim's statement")
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report (one case per claim)")
     p.add_argument("--max-work", metavar="N", type=_work, default=cost.MAX_WORK,
-                   help=f"the bound on a certificate's work, checked before any arithmetic (default {cost.MAX_WORK:.0e}, "
+                   help=f"the bound on a certificate's work, checked before any arithmetic (default {cost.MAX_WORK:.3g}, "
                         "about 13 CPU s; a larger one, knowingly, for a certificate that needs it)")
     p.epilog = "exactform --timeout SECONDS check ... stops the check after SECONDS (exit 1)."
     return p

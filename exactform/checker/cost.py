@@ -13,7 +13,7 @@ def beyond(total: int, where: str, what: str) -> Malformed | None:
     if total <= LIMIT[0]:
         return None
     return Malformed(f"{where}: checking it would touch about {total:.2e} weighted entries ({what}), beyond the "
-                     f"checker's limit {LIMIT[0]:.0e} (check --max-work N raises it: about 9e6 a CPU second)")
+                     f"checker's limit {LIMIT[0]:.3g} (check --max-work N raises it: about 9e6 a CPU second)")
 
 def weight(bits: int) -> int:
     """The cost of one Fraction operation on numbers of ``bits`` bits, relative to small ones."""

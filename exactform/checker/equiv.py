@@ -273,7 +273,7 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
     ya = outputs(F, a)
     mark = len(F.calls)
     diff = [(combine([(1, p), (-1, q)])) for p, q in zip(ya, outputs(F, b))]
-    if error := beyond(work(ev["tree"], (a, b), d, F), "claims[0].evidence.tree", "the tree, model sizes, tightening witnesses"):
+    if error := beyond(work(ev["tree"], (a, b), d, F), "claims[0].evidence.tree", "the tree, model sizes, tightenings"):
         raise error
     related = None
 

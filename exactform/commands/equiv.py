@@ -99,7 +99,7 @@ def run(args) -> int:
         written = args.cert
         if (needed := check_work(a, b, tree, box)) > MAX_WORK:
             print(f"exactform: note: {args.cert} is beyond the checker's default work bound ({needed:.1e} > "
-                  f"{MAX_WORK:.0e}): check it with `exactform check {args.cert} --max-work {needed}`", file=sys.stderr)
+                  f"{MAX_WORK:.3g}): check it with `exactform check {args.cert} --max-work {needed}`", file=sys.stderr)
         if (size := len(document.encode())) > reader.MAX_BYTES:
             print(f"exactform: warning: {args.cert} is {size} bytes, beyond the checker's file limit of {reader.MAX_BYTES} "
                   "(docs/spec.md §6.1): `exactform check` refuses it; its leaves were checked here by the checker's code",
