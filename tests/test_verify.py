@@ -9,6 +9,7 @@ import random
 import subprocess
 import sys
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -414,3 +415,46 @@ def test_checker_reader_bounds_the_expansion_before_building_it(tmp_path):
     deep = HEAD + BOX + "(assert " + "(and " * 5000 + "(>= Y_0 0)" + ")" * 5001 + "\n"
     with pytest.raises(Malformed, match=r"line 9: nested too deeply"):
         checker_read(write(tmp_path, "q.vnnlib", deep))
+
+
+def test_timeout_holds_with_workers():
+    """``verify --timeout S --workers 2`` answers timeout within S plus start-up, however many cells
+    wait for the workers: each task gets what is left of S, not S afresh when it starts (ACAS Xu 1_1,
+    property 3, is not decided in 20 s here; before, 30 s ran 117 s)."""
+    import time
+    root = Path(__file__).resolve().parents[1]
+    start = time.monotonic()
+    try:
+        r = subprocess.run([sys.executable, "-m", "exactform", "verify", root / "data/acasxu/ACASXU_run2a_1_1_batch_2000.onnx",
+                            root / "exactform/benchmarks/data/acasxu_vnnlib/prop_3.vnnlib", "--timeout", "20",
+                            "--workers", "2", "--json"], capture_output=True, text=True, timeout=150)
+    except subprocess.TimeoutExpired:
+        pytest.fail("verify --timeout 20 --workers 2 still ran after 150 s")
+    assert r.returncode == 3 and json.loads(r.stdout)["verdict"] == "timeout", r.stderr[-300:]
+    assert time.monotonic() - start < 20 + 30
+
+
+def test_acas_leaves_state_back_substitutions(tmp_path):
+    """ACAS Xu 4_1 property 4: the leaf states back-substitutions (spec §8, ``tighten``) and checks;
+    refused: a node that is not a max of two pieces, a pair's side where a V1 net has no pairs, a
+    million entries (the work bound, before any sum), the entries dropped (the witness then fails)."""
+    root = Path(__file__).resolve().parents[1]
+    net, prop = root / "data/acasxu/ACASXU_run2a_4_1_batch_2000.onnx", root / "exactform/benchmarks/data/acasxu_vnnlib/prop_4.vnnlib"
+    r = cli("verify", net, prop, "--cert", tmp_path / "c.json", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["verdict"] == "unsat", r.stderr[-300:]
+    doc = load(tmp_path / "c.json")
+    assert "the property holds (unsat)" in check(doc, "c", net, prop)
+    leaf = next(n for n in _leaves(doc["claims"][0]["evidence"]["trees"][0]) if n.get("tighten"))
+    for change, error in ((lambda e: e.__setitem__(0, 0), ValueError), (lambda e: e.__setitem__(1, 2), ValueError)):
+        bad = copy.deepcopy(doc)
+        change(next(n for n in _leaves(bad["claims"][0]["evidence"]["trees"][0]) if n.get("tighten"))["tighten"][0])
+        with pytest.raises(error, match="expected an integer|not the second node of a pair"):
+            check(bad, "c")
+    many = copy.deepcopy(doc)
+    next(n for n in _leaves(many["claims"][0]["evidence"]["trees"][0]) if n.get("tighten"))["tighten"] = [leaf["tighten"][0]] * 10 ** 6
+    with pytest.raises(ValueError, match="beyond the checker's limit"):
+        check(many, "c")
+    for n in _leaves(doc["claims"][0]["evidence"]["trees"][0]):
+        n.pop("tighten", None)
+    with pytest.raises(Refuted):
+        check(doc, "c")

@@ -15,10 +15,10 @@ import hashlib
 import json
 from fractions import Fraction
 
-from .cost import beyond
+from .cost import REFINE, beyond
 from .equiv import Forms, outputs, read_model
 from . import vnnlib
-from .relax import LeafRows, infeasible
+from .relax import LeafRows, infeasible, tightening
 from .reader import FORMAT, ONE, Malformed, Refuted, box, combine, fields, integer, items, load, rational, row, spent
 from .reader import read_maxout, read_transformer
 
@@ -131,7 +131,8 @@ def _bound(ev: dict, model, embedded: tuple, name: str, net_file, property_file)
 
 
 def _count(trees: list) -> int:
-    """Leaves of the trees, after their shapes are checked (no arithmetic: bounds the work first)."""
+    """Leaves and ``tighten`` entries of the trees, after their shapes are checked (no arithmetic: bounds the
+    work first; an entry's back-substitution touches each node's row once, as a leaf's rows do)."""
     stack, seen, leaves = [(t, f"trees[{i}]") for i, t in enumerate(trees)], 0, 0
     while stack:
         node, at = stack.pop()
@@ -141,8 +142,8 @@ def _count(trees: list) -> int:
             fields(node, at, ("split", "at", "children"))
             stack += [(c, f"{at}.children[{i}]") for i, c in enumerate(items(node["children"], f"{at}.children", 2))]
         else:
-            fields(node, at, ("witness",))
-            leaves += 1
+            tight = fields(node, at, ("witness",), ("tighten",)).get("tighten", [])
+            leaves += 1 + (len(tight) if isinstance(tight, list) else 0)
     return leaves
 
 
@@ -178,8 +179,8 @@ def check(cert: dict, name: str, net_file=None, property_file=None) -> str:
         raise Refuted(f"{name}: the statement is not {said!r}")
     bound = _bound(ev, model, (d, m, stated), name, net_file, property_file)
     trees = items(ev["trees"], "evidence.trees", len(disjuncts))
-    work = _count(trees) * (_size(model) + sum(len(a) for _, atoms in disjuncts for a in atoms)) * (d + 2)
-    if error := beyond(work, "claims[0].evidence.trees", "leaves × model size × inputs"):
+    work = _count(trees) * (_size(model) + sum(len(a) for _, atoms in disjuncts for a in atoms)) * (d + 2 + REFINE)
+    if error := beyond(work, "claims[0].evidence.trees", "(leaves + tightenings) × model size × (inputs + 6)"):
         raise error
     for k, ((cube, atoms), tree) in enumerate(zip(disjuncts, trees)):
         F = Forms(cube)
@@ -198,7 +199,7 @@ def check(cert: dict, name: str, net_file=None, property_file=None) -> str:
                 stack += [(node["children"][0], f"{at}.children[0]", below),
                           (node["children"][1], f"{at}.children[1]", above)]
                 continue
-            rows = LeafRows(F, leaf_box, forms)
+            rows = LeafRows(F, leaf_box, forms, (), tightening(node, at, F, []))
             if not infeasible(rows, row(node["witness"], f"{at}.witness", len(rows))):
                 raise Refuted(f"{name}: {at}: the witness does not show the leaf's rows infeasible")
     return said + bound

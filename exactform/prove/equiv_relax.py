@@ -23,7 +23,7 @@ import numpy as np
 from ..checker.equiv import ONE, combine
 from ..checker.relax import LeafRows, pairs, through
 from ..numbers import format_rational
-from .verify import MARGIN, Deadline, Disjunct, Search, sparse_text
+from .verify import MARGIN, Deadline, Disjunct, Search, sparse_text, tighten_text
 
 MIN_WIDTH = 2.0 ** -16       # a cell this narrow (relative to the box) that the relaxation cannot close goes to the cell search
 
@@ -133,11 +133,7 @@ class Relaxed:
             if witness is None:
                 return None
             out.append(sparse_text(witness, len(rows)))
-        leaf = {"relaxed": [out[k:k + 2] for k in range(0, len(out), 2)]}
-        if tight:
-            leaf["tighten"] = [[self.p.d + k if isinstance(k, int) else self.p.pairs[k[1]][2], side + 2 * (not isinstance(k, int))]
-                               for k, sides in tight.items() for side in sides]
-        return leaf
+        return {"relaxed": [out[k:k + 2] for k in range(0, len(out), 2)]} | tighten_text(self.p, tight)
 
     def _gap(self, x: np.ndarray, cube: list) -> Fraction:
         """|A − B|∞ exactly at the float point x (rounded to 9 digits, else read exactly, clamped into the

@@ -442,8 +442,8 @@ class Search:
                     if cells is None:
                         return self.out
                     if cells:
-                        left = None if self.deadline is None else self.deadline - time.monotonic()
-                        tasks = [(self.json, self.disjuncts[k], k, cube, left) for cube, _ in cells]
+                        until = None if self.deadline is None else time.time() + self.deadline - time.monotonic()
+                        tasks = [(self.json, self.disjuncts[k], k, cube, until) for cube, _ in cells]
                         for (_, node), sub in zip(cells, executor.map(_subtree_task, tasks)):
                             self.out.leaves, self.out.lps = self.out.leaves + sub.leaves, self.out.lps + sub.lps
                             self.out.inexact += sub.inexact
@@ -511,22 +511,23 @@ class Search:
             self._tick()
             cube, node = stack.pop() if wait is None else stack.pop(0)
             lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
-            bounds = p.bounds(lo, hi)
+            bounds = p.bounds(lo, hi, tighten=True)
             violated = [j for j, f in enumerate(p.atom_floats) if _interval(f, *bounds[:2])[1] < -MARGIN]
+            exact = None                       # the leaf's rows with its back-substitutions, built when first tried
             if violated:                       # one atom is false on the whole cell: its row and the bounds
                 mult = np.zeros(p.rows)
                 mult[p.atoms_at + violated[0]] = 1.0
-                w = p.witness(cube, mult)
-                if w is not None:
-                    node["witness"] = sparse_text(w, p.rows)
+                exact = LeafRows(p.F, cube, p.forms, p.pairs, bounds[4])
+                if (w := p.witness(cube, mult, exact)) is not None:
+                    node.update(witness=sparse_text(w, p.rows), **tighten_text(p, bounds[4]))
                     self.out.leaves += 1
                     continue
             solved = p.lp(lo, hi, bounds)
             self.out.lps += 1
             if solved is not None and solved[0] > MARGIN:
-                w = p.witness(cube, solved[1])
-                if w is not None:
-                    node["witness"] = sparse_text(w, p.rows)
+                exact = exact or LeafRows(p.F, cube, p.forms, p.pairs, bounds[4])
+                if (w := p.witness(cube, solved[1], exact)) is not None:
+                    node.update(witness=sparse_text(w, p.rows), **tighten_text(p, bounds[4]))
                     self.out.leaves += 1
                     continue
                 self.out.inexact += 1
@@ -570,15 +571,16 @@ _WORKER: dict = {}
 
 def _subtree_task(task: tuple) -> Verdict:
     """A worker's task: the proof of one cell of disjunct k (``trees``: its subtree), or what stopped it.
-    The node table is the disjunct's (built on its whole box, once per process), as the checker's is."""
-    model_json, disjunct, k, cube, seconds = task
+    The node table is the disjunct's (built on its whole box, once per process), as the checker's is.  ``until``:
+    the command's deadline as a wall-clock time (a task waiting for a worker gets what is left, not more)."""
+    model_json, disjunct, k, cube, until = task
     key = hashlib.sha256(pickle.dumps((model_json, disjunct))).digest()
     if key not in _WORKER:
         _WORKER.clear()
         search = Search(model_json, [disjunct])
         _WORKER[key] = search, Disjunct.of(search.model, *disjunct)
     search, problem = _WORKER[key]
-    search.deadline = None if seconds is None else time.monotonic() + seconds
+    search.deadline = None if until is None else time.monotonic() + until - time.time()
     search.out = Verdict("unknown")
     try:
         node: dict = {}
@@ -594,6 +596,13 @@ def _subtree_task(task: tuple) -> Verdict:
 def sparse_text(w: dict, n: int) -> dict:
     """A vector of n rationals with the entries ``w`` (the rest 0) as a certificate writes it."""
     return {"length": n, "index": sorted(w), "value": [format_rational(w[i]) for i in sorted(w)]}
+
+
+def tighten_text(p: Disjunct, tight: dict) -> dict:
+    """A leaf's ``tighten`` field (spec §8: ``[z, side]`` per back-substitution ``LeafRows`` meets: a node's
+    gap, sides 0/1, or a pair's h at its second node, sides 2/3), or nothing when there is none."""
+    entries = [[p.d + k, side] if isinstance(k, int) else [p.pairs[k[1]][2], side + 2] for k, sides in tight.items() for side in sides]
+    return {"tighten": entries} if entries else {}
 
 
 def property_json(prop) -> dict:
