@@ -458,3 +458,19 @@ def test_acas_leaves_state_back_substitutions(tmp_path):
         n.pop("tighten", None)
     with pytest.raises(Refuted):
         check(doc, "c")
+
+
+def test_a_certificate_beyond_the_default_work_bound_is_announced(proved, monkeypatch, capsys):
+    """``verify --cert`` says when ``check`` needs more than its default work bound, with the option that
+    checks it: the figure is the checker's own (the bound lowered to 10 here; with the figure, check passes)."""
+    from exactform.checker import cost
+    from exactform.cli import main
+    from exactform.commands.verify import _note_work
+    net, prop, cert = proved
+    monkeypatch.setattr(cost, "MAX_WORK", 10)
+    _note_work(load(cert), cert)
+    note = capsys.readouterr().err
+    assert "beyond the checker's default work bound" in note and "--max-work" in note
+    needed = note.rsplit("--max-work ", 1)[1].split("`")[0]
+    assert main(["check", str(cert), "--max-work", needed]) == 0
+    assert main(["check", str(cert), "--max-work", str(int(needed) - 1)]) == 2

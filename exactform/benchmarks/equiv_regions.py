@@ -50,7 +50,7 @@ from pathlib import Path
 from exactform.benchmarks.equiv_bench import quantised, float16
 from exactform.benchmarks.regions_bench import sawtooth
 from exactform.benchmarks.timing import table
-from exactform.benchmarks.verify_bench import DATA, NETWORKS, last_json, tail, limited
+from exactform.benchmarks.verify_bench import CHECK_WORK, DATA, NETWORKS, last_json, tail, limited
 from exactform.formats import write_json
 from exactform.importers import import_network
 from exactform.importers.vnnlib import read_property
@@ -83,7 +83,6 @@ class Row:
 
 # --- the instances -------------------------------------------------------------------------------
 
-CHECK_WORK = "1e11"     # ``check --max-work``: a region's certificate needs more than the default's ~13 CPU s (φ3: ~70 s)
 
 def region(prop: int, scale: Fraction = Fraction(1)) -> list[tuple[Fraction, Fraction]]:
     """The input box of VNN-COMP's ``prop_<prop>.vnnlib`` (exact), shrunk about its centre by ``scale``."""

@@ -61,6 +61,7 @@ from exactform.numbers import parse_number
 DATA = Path(__file__).resolve().parent / "data" / "acasxu_vnnlib"
 NETWORKS = Path(__file__).resolve().parents[2] / "data" / "acasxu"
 MARABOU_VENV = Path(os.environ.get("EXACTFORM_MARABOU_VENV", Path.home() / ".cache" / "exactform" / "marabou"))
+CHECK_WORK = "1e11"     # `check --max-work`, knowingly: a certificate of many leaves and back-substitutions needs more
 WALL_FACTOR, WALL_GRACE = 4, 30
 """A process is also stopped after ``WALL_FACTOR`` × its CPU limit + ``WALL_GRACE`` wall seconds."""
 DECIDED = ("sat", "unsat")
@@ -194,8 +195,8 @@ def run_exactform(inst: Instance, tmp: Path, exactform: list[str], workers: int)
         return Result("error", cpu, wall, note=f"verdict {verdict!r} with exit status {code}")
     if verdict == "unsat":
         try:
-            checked = subprocess.run(exactform + ["check", str(cert)], capture_output=True, text=True,
-                                     timeout=WALL_FACTOR * inst.timeout + WALL_GRACE)
+            checked = subprocess.run(exactform + ["check", str(cert), "--max-work", CHECK_WORK], capture_output=True,
+                                     text=True, timeout=WALL_FACTOR * inst.timeout + WALL_GRACE)
         except subprocess.TimeoutExpired:
             return Result(verdict, cpu, wall, "no", "exactform check did not finish")
         ok = checked.returncode == 0

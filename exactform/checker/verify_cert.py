@@ -147,6 +147,12 @@ def _count(trees: list) -> int:
     return leaves
 
 
+def work(model, disjuncts: list, trees: list) -> int:
+    """The check's work bound (spec §8): (leaves + ``tighten`` entries) × (the model's form entries + the
+    atoms' entries) × (inputs + 2 + ``REFINE``), from the sizes alone."""
+    return _count(trees) * (_size(model) + sum(len(a) for _, atoms in disjuncts for a in atoms)) * (len(model.box) + 2 + REFINE)
+
+
 def check(cert: dict, name: str, net_file=None, property_file=None) -> str:
     """The statement of V1 if ``cert`` proves it (and, given, the files are those it names);
     ``Refuted`` if not; ``Malformed`` (a ``ValueError``) if malformed."""
@@ -179,8 +185,7 @@ def check(cert: dict, name: str, net_file=None, property_file=None) -> str:
         raise Refuted(f"{name}: the statement is not {said!r}")
     bound = _bound(ev, model, (d, m, stated), name, net_file, property_file)
     trees = items(ev["trees"], "evidence.trees", len(disjuncts))
-    work = _count(trees) * (_size(model) + sum(len(a) for _, atoms in disjuncts for a in atoms)) * (d + 2 + REFINE)
-    if error := beyond(work, "claims[0].evidence.trees", "(leaves + tightenings) × model size × (inputs + 6)"):
+    if error := beyond(work(model, disjuncts, trees), "claims[0].evidence.trees", "(leaves + tightenings) × model size × (inputs + 6)"):
         raise error
     for k, ((cube, atoms), tree) in enumerate(zip(disjuncts, trees)):
         F = Forms(cube)
