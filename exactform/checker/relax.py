@@ -302,7 +302,7 @@ class LeafRows:
         cube = [(outward(lo, False), outward(hi, True)) for lo, hi in cube]      # a dyadic box around the leaf's
         self.F, self.cube, self.atoms, self.pairs, self.tight = F, cube, atoms, pairs, tight or {}
         self.slots, self.starts = layout(F, len(pairs), len(atoms))
-        self.chords_at, self.second = len(self.slots) - len(atoms) - 2 * len(pairs), {p[2]: n for n, p in enumerate(pairs)}
+        self.chords_at, self.second, self.lows = len(self.slots) - len(atoms) - 2 * len(pairs), {p[2]: n for n, p in enumerate(pairs)}, {}
         self.built, self.integers, self.gs, self.hs, self.plan = {}, {}, {}, {}, relaxation_plan(F, pairs)
         self.bounds, self.gaps, self.diffs, self.hinges = node_bounds(F, cube, pairs, self._tightened if self.tight else None)
 
@@ -338,10 +338,12 @@ class LeafRows:
                     T[k] += mu * c
         for v in range(max(form, default=ONE), self.F.d - 1, -1):
             if (n := self.second.get(v)) is not None and T[a := self.pairs[n][0]]:      # Δ's rows: +s·z_a, −s·z_a
-                cancel(a, self.chords_at + 2 * n + (T[a] * self.pairs[n][1] > 0))
+                cancel(a, self.chords_at + 2 * n + ((T[a] > 0) == (self.pairs[n][1] > 0)))
             if T[v] and (k := v - self.F.d) in self.gaps:
-                gl, gu = self.gaps[k]
-                cancel(v, self.starts[k] + (4 if T[v] > 0 else 2 + (gl < 0 and (gu <= 0 or gu < -gl))))
+                if k not in self.lows:          # z − p or z − q, once per node: its gap is final
+                    gl, gu = self.gaps[k]
+                    self.lows[k] = self.starts[k] + 2 + (gl < 0 and (gu <= 0 or gu < -gl))
+                cancel(v, self.starts[k] + 4 if T[v] > 0 else self.lows[k])
         return _maximum(self.bounds, D, T)
 
     def deltas(self, n: int) -> list:
