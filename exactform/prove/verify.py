@@ -372,8 +372,9 @@ def dyadic(multipliers: dict) -> dict:
 
 def _met(key, lo: float, hi: float, shown: dict, tight: dict) -> tuple[float, float]:
     """[lo, hi] met with the back-substitution bounds ``shown[key]`` on each side where they make it
-    stable or narrower by ``SHRINK`` of its width, the sides recorded in ``tight[key]``."""
-    if key in shown:
+    stable or narrower by ``SHRINK`` of its width, the sides recorded in ``tight[key]``; not when [lo, hi]
+    is of one sign already (the node's rows, or the pair's, are then exact whatever the bounds)."""
+    if key in shown and lo < 0 < hi:
         bl, bu = shown[key]
         cut = SHRINK * (hi - lo)
         if bu < hi - cut or (hi > 0 and bu < -1e-7):
