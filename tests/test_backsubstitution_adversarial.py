@@ -233,8 +233,9 @@ def test_the_charge_per_entry_bounds_the_rows_read(seed):
 
 
 def test_mutations_are_caught(monkeypatch):
-    """The soundness check above fails on a back-substitution that subtracts a row (μ < 0) and on one that
-    forgets a row's denominator: the test can fail."""
+    """The soundness check above fails on a back-substitution bound 2^-20 below the true one (as a row
+    subtracted instead of added gives): the test can fail.  (Subtracting rows in ``cancel`` itself, and
+    dropping the refinement's rescale of T, were checked by editing relax.py: 8 and 5 tests here fail.)"""
     import exactform.checker.relax as relax
 
     rng = random.Random(1)
