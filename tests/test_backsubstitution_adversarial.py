@@ -208,10 +208,10 @@ class Counted(LeafRows):
 
 
 def charge(Fm: Forms, z: int) -> int:
-    """equiv.work's charge for one ``tighten`` entry on variable z (before the numbers' weight)."""
+    """equiv.work's charge for one ``tighten`` entry on variable z (before the numbers' weight; spec §6.1)."""
     width = 3 + max((len(p) for k, data in Fm.nodes if k == "max" for p in data), default=0)
     n = len(Fm.nodes)
-    return (REFINE + 2) * (Fm.d + n + 1) + (4 * width + 1) * min(max(z - Fm.d, 0), n)
+    return (REFINE + 2) * (Fm.d + n + 1) + (6 * width + 1) * min(max(z - Fm.d, 0), n)
 
 
 @pytest.mark.parametrize("seed", range(2))

@@ -188,7 +188,7 @@ RELAXED = 8        # a relaxed leaf's work per form entry × (d + 2): its pieces
 def work(tree, models, d: int, F=None) -> int:
     """An upper bound on the entries the check touches, from the sizes alone (before any arithmetic): the models'
     forms (T² scores a head), per tree node its witnesses over the cell's constraints, the decisions it inherits,
-    at a leaf the nodes as maps of x, at a relaxed one per ``tighten`` entry (a back-substitution) 4·width + 1
+    at a leaf the nodes as maps of x, at a relaxed one per ``tighten`` entry (a back-substitution) 6·width + 1
     per node before its own (width: 3 + F's longest piece) + (REFINE + 2) × F's variables; × the numbers' weight."""
     width, n = (3 + max((len(p) for k, data in F.nodes if k == "max" for p in data), default=0), len(F.nodes)) if F else (0, 0)
     (build, nodes), (build_b, nodes_b) = map(_model_work, models)
@@ -208,7 +208,7 @@ def work(tree, models, d: int, F=None) -> int:
             total += size * (d + 1) + (RELAXED * (build + build_b) * (d + 2) if relaxed else 0)
             for e in node.get("tighten", []) if relaxed and isinstance(node.get("tighten"), list) else []:
                 z = min(max(e[0] - d, 0), n) if isinstance(e, list) and e and type(e[0]) is int else n
-                total += (REFINE + 2) * (d + n + 1) + (4 * width + 1) * z
+                total += (REFINE + 2) * (d + n + 1) + (6 * width + 1) * z
     return total * weight(int(3.33 * spent[1]) + 1)
 
 
