@@ -377,10 +377,10 @@ def _met(key, lo: float, hi: float, shown: dict, tight: dict) -> tuple[float, fl
     if key in shown and lo < 0 < hi:
         bl, bu = shown[key]
         cut = SHRINK * (hi - lo)
-        if bu < hi - cut or (hi > 0 and bu < -1e-7):
+        if bu < hi - cut or bu < -1e-7:
             hi = bu
             tight.setdefault(key, []).append(1)
-        if bl > lo + cut or (lo < 0 and bl > 1e-7):
+        if bl > lo + cut or bl > 1e-7:
             lo = bl
             tight.setdefault(key, []).append(0)
     return lo, hi
