@@ -468,6 +468,7 @@ def test_a_certificate_beyond_the_default_work_bound_is_announced(proved, monkey
     from exactform.commands.verify import _note_work
     net, prop, cert = proved
     monkeypatch.setattr(cost, "MAX_WORK", 10)
+    monkeypatch.setattr(cost, "LIMIT", [10])         # the run's bound, which check --max-work sets: restored after
     _note_work(load(cert), cert)
     note = capsys.readouterr().err
     assert "beyond the checker's default work bound" in note and "--max-work" in note

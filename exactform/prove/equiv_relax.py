@@ -107,7 +107,7 @@ class Relaxed:
                 near = max(near, self._gap(x, cube))
                 if self.point is not None:
                     return root, [], []
-            i = int(np.argmax(spread)) if spread is not None and spread.max() > 0 else Search._branch(p, lo, hi, width0, worst)
+            i = int(np.argmax(spread)) if spread is not None and spread.max() > 0 else Search._branch(lo, hi, width0)
             if 2 * near >= self.eps or hi[i] - lo[i] <= MIN_WIDTH * max(width0[i], 1e-300):
                 left.append((cons, cube, slot, n))
                 continue

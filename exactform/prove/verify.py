@@ -536,7 +536,7 @@ class Search:
             for x in points:                   # exact evaluation only where the floats see a violation
                 if p.margin(x[None])[0] >= -MARGIN and self._confirm(p, k, x):
                     return None
-            i = self._branch(p, lo, hi, width0, solved)
+            i = self._branch(lo, hi, width0)
             if (hi[i] - lo[i]) <= MIN_WIDTH * width0[i]:
                 self.out.verdict, self.out.reason = "unknown", f"disjunct {k}: a cell of width {hi[i] - lo[i]:.3g} " \
                     "is still open (no exact witness closes it and no counterexample was found in it)"
@@ -550,18 +550,11 @@ class Search:
         return stack
 
     @staticmethod
-    def _branch(p: Disjunct, lo, hi, width0, solved) -> int:
-        """The coordinate to split: among those at least a quarter as wide (relative to the box) as the
-        widest, the one whose box rows carry the most dual weight times its width (how much the
-        relaxation's optimum rests on that side of the box); else the relatively widest."""
-        width = hi - lo
-        relative = width / np.where(width0 > 0, width0, 1)
-        if solved is not None:
-            w = solved[1]
-            score = (w[0:2 * p.d:2] + w[1:2 * p.d:2]) * width * (relative >= relative.max() / 4)
-            if score.max() > 0:
-                return int(np.argmax(score))
-        return int(np.argmax(relative))
+    def _branch(lo, hi, width0) -> int:
+        """The coordinate to split: the widest relative to the box.  (The LP's dual weight on the box rows,
+        the rule before the leaves had back-substitutions, left ACAS Xu 3_1 prop_3 open after 60 s and 249
+        leaves; bisecting the widest closes it in 9.4 s and 32.)"""
+        return int(np.argmax((hi - lo) / np.where(width0 > 0, width0, 1)))
 
 
 SUBTREES = 4          # cells per worker waiting when the parallel search hands them out
