@@ -465,11 +465,12 @@ def test_a_certificate_beyond_the_default_work_bound_is_announced(proved, monkey
     checks it: the figure is the checker's own (the bound lowered to 10 here; with the figure, check passes)."""
     from exactform.checker import cost
     from exactform.cli import main
-    from exactform.commands.verify import _note_work
+    from exactform.commands import note_work
+    from exactform.prove.verify import check_work
     net, prop, cert = proved
     monkeypatch.setattr(cost, "MAX_WORK", 10)
     monkeypatch.setattr(cost, "LIMIT", [10])         # the run's bound, which check --max-work sets: restored after
-    _note_work(load(cert), cert)
+    note_work(cert, check_work(load(cert)))
     note = capsys.readouterr().err
     assert "beyond the checker's default work bound" in note and "--max-work" in note
     needed = note.rsplit("--max-work ", 1)[1].split("`")[0]

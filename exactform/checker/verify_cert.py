@@ -185,7 +185,8 @@ def check(cert: dict, name: str, net_file=None, property_file=None) -> str:
         raise Refuted(f"{name}: the statement is not {said!r}")
     bound = _bound(ev, model, (d, m, stated), name, net_file, property_file)
     trees = items(ev["trees"], "evidence.trees", len(disjuncts))
-    if error := beyond(work(model, disjuncts, trees), "claims[0].evidence.trees", "(leaves + tightenings) × model size × (inputs + 6)"):
+    if error := beyond(work(model, disjuncts, trees), "claims[0].evidence.trees",
+                       f"(leaves + tightenings) × model size × (inputs + {2 + REFINE})"):
         raise error
     for k, ((cube, atoms), tree) in enumerate(zip(disjuncts, trees)):
         F = Forms(cube)

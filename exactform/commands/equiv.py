@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ..executor import ExecutorError, add_executor_arguments, lost_work, make_executor
+from . import note_work
 
 
 def add_parser(sub):
@@ -57,7 +58,6 @@ def run(args) -> int:
     from ..formats import InputError, canonical_json, write_text
     from ..models.box import domain_box, parse_domain
     from ..numbers import RationalSyntaxError, format_rational, parse_rational
-    from ..checker.cost import MAX_WORK
     from ..prove.equiv import certificate, check_work, compare
     from ..progress import Count
 
@@ -97,9 +97,7 @@ def run(args) -> int:
         tree = outcome.tree if not args.max_diff else compare(a, b, box, claim_tolerance).tree
         write_text(args.cert, document := canonical_json(certificate(a, b, box, claim_tolerance, tree)))
         written = args.cert
-        if (needed := check_work(a, b, tree, box)) > MAX_WORK:
-            print(f"exactform: note: {args.cert} is beyond the checker's default work bound ({needed:.1e} > "
-                  f"{MAX_WORK:.3g}): check it with `exactform check {args.cert} --max-work {needed}`", file=sys.stderr)
+        note_work(args.cert, check_work(a, b, tree, box))
         if (size := len(document.encode())) > reader.MAX_BYTES:
             print(f"exactform: warning: {args.cert} is {size} bytes, beyond the checker's file limit of {reader.MAX_BYTES} "
                   "(docs/spec.md §6.1): `exactform check` refuses it; its leaves were checked here by the checker's code",

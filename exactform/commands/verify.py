@@ -8,12 +8,12 @@ an exact rational counterexample, re-evaluated exactly, printed as ``((X_0 q) â€
 from __future__ import annotations
 
 import json
-import sys
 import time
 from fractions import Fraction
 from pathlib import Path
 
 from ..executor import ExecutorError, add_executor_arguments, lost_work, make_executor
+from . import note_work
 
 
 def add_parser(sub):
@@ -84,25 +84,13 @@ def _softmax(path: str, cert: str) -> tuple[object, dict]:
     return MaxoutNet.from_json(Reader(doc["maxout"])), doc
 
 
-def _note_work(cert: dict, path) -> None:
-    """Say on stderr when ``check`` needs more than its default work bound for ``cert`` (and the option
-    that checks it), computed as the checker will (``verify_cert.work``)."""
-    from ..checker.cost import MAX_WORK
-    from ..checker.verify_cert import read_model, read_property, work
-    model, ev = read_model(cert["models"]["net"], "models.net"), cert["claims"][0]["evidence"]
-    needed = work(model, read_property(ev["property"], len(model.box), len(model.readout)), ev["trees"])
-    if needed > MAX_WORK:
-        print(f"exactform: note: {path} is beyond the checker's default work bound ({needed:.1e} > {MAX_WORK:.3g}): "
-              f"check it with `exactform check {path} --max-work {needed}`", file=sys.stderr)
-
-
 def run(args) -> int:
     from ..checker.verify_cert import sha256_file
     from ..files import output_file
     from ..formats import InputError, write_json, write_text
     from ..importers.vnnlib import read_property
     from ..numbers import format_rational
-    from ..prove.verify import certificate, verify
+    from ..prove.verify import certificate, check_work, verify
 
     start = time.perf_counter()
     for option, path in (("--cert", args.cert), ("--counterexample", args.counterexample)):
@@ -130,7 +118,7 @@ def run(args) -> int:
                    "property": {"file": Path(args.property).name, "sha256": sha256_file(args.property)}}
         write_json(args.cert, cert := certificate(doc, prop, out.trees, sources, c5))
         written = args.cert
-        _note_work(cert, args.cert)
+        note_work(args.cert, check_work(cert))
     if out.verdict == "sat":
         ce = {"X": [format_rational(v) for v in out.x], "Y": [format_rational(v) for v in out.y]}
         if args.counterexample:

@@ -592,6 +592,14 @@ def sparse_text(w: dict, n: int) -> dict:
     return {"length": n, "index": sorted(w), "value": [format_rational(w[i]) for i in sorted(w)]}
 
 
+def check_work(cert: dict) -> int:
+    """The checker's work figure for the V1 certificate ``cert`` (``check --max-work`` must be at least this),
+    computed by the checker's own ``verify_cert.work``."""
+    from ..checker.verify_cert import read_model, read_property, work
+    model, ev = read_model(cert["models"]["net"], "models.net"), cert["claims"][0]["evidence"]
+    return work(model, read_property(ev["property"], len(model.box), len(model.readout)), ev["trees"])
+
+
 def tighten_text(p: Disjunct, tight: dict) -> dict:
     """A leaf's ``tighten`` field (spec §8: ``[z, side]`` per back-substitution ``LeafRows`` meets: a node's
     gap, sides 0/1, or a pair's h at its second node, sides 2/3), or nothing when there is none."""
