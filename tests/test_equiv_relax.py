@@ -310,3 +310,52 @@ def test_a_certificate_over_the_file_limit_is_announced(tmp_path, monkeypatch, c
     assert main(["equiv", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--tolerance", "1", "--cert", str(cert)]) == 0
     assert "beyond the checker's file limit of 1000" in capsys.readouterr().err
     assert main(["check", str(cert)]) == 2
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_back_substituted_atom_plans_are_witnesses(seed):
+    """``Disjunct.atom_plan`` (the float back-substitution that replaces the leaf LP): its bound is above
+    the atom at exact points of the cell, its multipliers rebuild that bound from the leaf's rows (the
+    bookkeeping matches the substitution), and where the bound is negative they round to a witness the
+    checker's exact test accepts; an atom that holds somewhere gets no witness."""
+    import numpy as np
+    from exactform.checker.relax import infeasible
+    from exactform.prove.verify import Disjunct, dyadic
+    rng = random.Random(seed)
+    a = relu_net(rng, [2, 6, 6, 5], outputs=2)
+    b = quantised(a, F(1, 64))
+    box = [(F(-1), F(1))] * 2
+    Fm = Forms(box)
+    ya = outputs(Fm, read_model(a.to_json(), "a"))
+    mark = len(Fm.calls)
+    diff = [check_equiv.combine([(1, p), (-1, q)]) for p, q in zip(ya, outputs(Fm, read_model(b.to_json(), "b")))]
+    witnessed = refused = 0
+    for eps in (F(1, 2), F(1, 1000)):
+        atoms = [check_equiv.combine([(s, f)], -eps) for f in diff for s in (1, -1)]
+        p = Disjunct(Fm, box, atoms, pairs(Fm, mark))
+        for _ in range(3):
+            l0, l1 = F(rng.randint(-8, 4), 8), F(rng.randint(-8, 4), 8)
+            cube = [(l0, l0 + F(1, 2)), (l1, l1 + F(1, 4))]
+            lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
+            bounds = p.bounds(lo, hi, tighten=True)
+            rows = LeafRows(Fm, cube, atoms, p.pairs, bounds[4])
+            for j, atom in enumerate(atoms):
+                top, w, _ = p.atom_plan(j, bounds)
+                for _ in range(8):
+                    v = node_values(Fm, [lo_ + (hi_ - lo_) * F(rng.randint(0, 32), 32) for lo_, hi_ in cube])
+                    assert float(sum(c * v[k] for k, c in atom.items())) <= top + 1e-9
+                W = dyadic(dict(enumerate(w.tolist())))
+                total = {}
+                for i, q in W.items():
+                    for k, c in rows[i][0].items():
+                        total[k] = total.get(k, F(0)) + q * c
+                at = sum(float(c) * (1.0 if k == ONE else float(rows.bounds[k][c > 0])) for k, c in total.items())
+                assert at == pytest.approx(top, abs=1e-6 * (1 + abs(top)))
+                if top < -1e-6:
+                    assert infeasible(rows, W)
+                    witnessed += 1
+                elif any(float(sum(c * v[k] for k, c in atom.items())) >= 0
+                         for v in [node_values(Fm, [lo_ for lo_, _ in cube])]):
+                    assert not infeasible(rows, W)
+                    refused += 1
+    assert witnessed, "some atoms are closed by back-substitution alone"

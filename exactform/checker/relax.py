@@ -303,7 +303,8 @@ class LeafRows:
         self.F, self.cube, self.atoms, self.pairs, self.tight = F, cube, atoms, pairs, tight or {}
         self.slots, self.starts = layout(F, len(pairs), len(atoms))
         self.chords_at, self.second, self.lows = len(self.slots) - len(atoms) - 2 * len(pairs), {p[2]: n for n, p in enumerate(pairs)}, {}
-        self.built, self.integers, self.gs, self.hs, self.plan = {}, {}, {}, {}, relaxation_plan(F, pairs)
+        self.built, self.integers, self.plan = {}, {}, relaxation_plan(F, pairs)
+        self.shared = F.__dict__.setdefault("relaxation_rows", {}).setdefault(tuple((p[0], p[2]) for p in pairs), {})
         self.bounds, self.gaps, self.diffs, self.hinges = node_bounds(F, cube, pairs, self._tightened if self.tight else None)
 
     def _tightened(self, key, lo: Fraction, hi: Fraction, state: tuple) -> tuple:
@@ -352,17 +353,17 @@ class LeafRows:
 
     def gap(self, k: int) -> dict:
         """Two-piece node k's g = p − q over the variables, built once."""
-        if k not in self.gs:
+        if ("g", k) not in self.shared:
             p, q = (dict(piece) for piece in self.F.nodes[k][1])
-            self.gs[k] = combine([(1, p), (-1, q)])
-        return self.gs[k]
+            self.shared["g", k] = combine([(1, p), (-1, q)])
+        return self.shared["g", k]
 
     def hinge(self, n: int) -> dict:
         """Pair n's h = δ_0 − δ_1 over the variables, built once."""
-        if n not in self.hs:
+        if ("h", n) not in self.shared:
             d0, d1 = self.deltas(n)
-            self.hs[n] = combine([(1, d0), (-1, d1)])
-        return self.hs[n]
+            self.shared["h", n] = combine([(1, d0), (-1, d1)])
+        return self.shared["h", n]
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -375,7 +376,13 @@ class LeafRows:
     def integral(self, i: int) -> tuple[int, dict]:
         """Row i as ``(D, {variable: integer})`` (``farkas_sum``), built once."""
         if i not in self.integers:
-            self.integers[i] = _integral(self[i][0])
+            k, j = self.slots[i]
+            if k is not None and k >= 0 and 2 <= j < 2 + len(self.F.nodes[k][1]):      # z − p: the same on every box
+                if ("row", i) not in self.shared:
+                    self.shared["row", i] = _integral(self[i][0])
+                self.integers[i] = self.shared["row", i]
+            else:
+                self.integers[i] = _integral(self[i][0])
         return self.integers[i]
 
     def _row(self, k, j) -> dict:

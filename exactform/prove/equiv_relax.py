@@ -5,9 +5,11 @@ differential bounds), so that a network and its quantised copy cancel instead of
 The box is bisected at coordinate hyperplanes, depth first.  On a cell each atom ``±(A − B)_k − ε ≥ 0``
 is bounded in floating point by the relaxation (``verify.Disjunct``); a cell where every atom is
 negative is a leaf once the checker's exact test accepts, per atom, a Farkas witness built from the
-bound (the atom's row plus the rows of the pairs it reads, ``direct``) or, failing that, from the
-dual of the leaf's LP.  An LP point or a cell centre where the floats see an excess is evaluated
-exactly (``exactform.models``): a point with ``|A − B|∞ > ε`` is the answer.  Floats only choose
+bound (the atom's row plus the rows of the pairs it reads, ``direct``) or, failing that, from its
+back-substitution (``Disjunct.atom_plan``: the rows it adds; on the φ1 region of ACAS Xu 1_1 the leaf
+LP closed none of the 100 cells back-substitution left open, and is not solved).  The corner where an
+open atom's bound is largest and the cell centre are evaluated exactly (``exactform.models``): a point
+with ``|A − B|∞ > ε`` is the answer.  Floats only choose
 cells, witnesses and points; every leaf is closed by exact arithmetic (the certificate's check), and
 the tree is the E1 certificate's (docs/equiv.md: splits ``x_i − c``, leaves ``{"relaxed": ...}``).
 A cell that stays open is handed back (``open``) for the exact cell search when |A − B|∞ at one of
@@ -23,7 +25,7 @@ import numpy as np
 from ..checker.equiv import ONE, combine
 from ..checker.relax import LeafRows, pairs, through
 from ..numbers import format_rational
-from .verify import MARGIN, Deadline, Disjunct, Search, sparse_text, tighten_text
+from .verify import MARGIN, ONE_THREAD, Deadline, Disjunct, Search, sparse_text, tighten_text
 
 MIN_WIDTH = 2.0 ** -16       # a cell this narrow (relative to the box) that the relaxation cannot close goes to the cell search
 
@@ -37,7 +39,7 @@ class Relaxed:
         self.p = Disjunct(F, box, atoms, pairs(F, mark))
         known = {b: (j, a, s, t) for j, (a, s, b, t, _, _) in enumerate(self.p.pairs)}
         self.reads = [through(f, known) for f in atoms]         # each atom: (rest, [(pair, coefficient)])
-        self.leaves = self.lps = self.splits = 0
+        self.leaves = self.splits = 0
         self.point: list | None = None
 
     def direct(self, j: int) -> np.ndarray:
@@ -64,6 +66,7 @@ class Relaxed:
             f += float(c) * dfns[i][c > 0]
         return f
 
+    @ONE_THREAD
     def run(self, cons: list, cube: list, wait: int | None = None, progress=None) -> tuple[list, list, list]:
         """``(root, open, waiting)``: ``root[0]`` the subtree over ``cube`` (whose cell constraints are
         ``cons``) with relaxed leaves, and the cells ``[(cons, cube, slot, index)]`` left open (each
@@ -88,22 +91,18 @@ class Relaxed:
                     plans.append(self.direct(j))
                     continue
                 spread = np.abs(f[:-1]) * (hi - lo)
-                self.lps += 1
-                solved = p.lp(lo, hi, bounds, only=[j])
-                if solved is None or solved[0] <= MARGIN:
-                    worst = solved
+                top, w, slope = p.atom_plan(j, bounds)
+                if top >= -MARGIN:
+                    worst = np.where(slope > 0, hi, lo)
                     break
-                w = solved[1].copy()
-                w[p.atoms_at:] = 0
-                w[p.atoms_at + j] = solved[1][p.atoms_at + j]
                 plans.append(w)
-            leaf = self._close(cube, plans, bounds[4]) if worst is None and len(plans) == len(p.forms) else None
+            leaf = self._close(cube, plans, bounds[4]) if worst is None else None
             if leaf is not None:
                 self.leaves += 1
                 slot[n] = leaf
                 continue
             near = Fraction(0)
-            for x in ([np.clip(worst[2], lo, hi)] if worst is not None else []) + [(lo + hi) / 2]:
+            for x in ([worst] if worst is not None else []) + [(lo + hi) / 2]:
                 near = max(near, self._gap(x, cube))
                 if self.point is not None:
                     return root, [], []

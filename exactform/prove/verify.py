@@ -25,6 +25,7 @@ from fractions import Fraction
 import numpy as np
 from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
+from threadpoolctl import threadpool_limits
 
 from ..checker.equiv import Forms, outputs, read_model
 from ..checker.relax import LeafRows, infeasible, relaxation_plan
@@ -36,6 +37,8 @@ from ..numbers import format_rational
 MARGIN = 1e-9          # an LP optimum t* below this is not worth an exact attempt
 SHRINK = 0.1          # a back-substitution bound is stated where it makes a gap or a pair's h stable or narrower by this part
 MIN_WIDTH = 1e-12      # a cell narrower than this (relative to the box) is not split again: unknown
+ONE_THREAD = threadpool_limits.wrap(limits=1, user_api="blas")   # the searches' matrices are small: BLAS threads
+#   only spin (ACAS Xu 1_1 on φ1, 2 cores: 13.3 → 10.5 CPU s for a third of the region; workers run in parallel instead)
 
 
 @dataclass
@@ -166,13 +169,9 @@ class Disjunct:
 
     def backsubstitution(self, run: np.ndarray, L: np.ndarray, U: np.ndarray, gaps: dict, hinges: dict) -> dict:
         """``{key: (lo, hi)}`` for the two-piece nodes of ``run`` (key k: g = p − q) and the
-        pairs whose second node is in it (key ``("h", n)``: h = δ_0 − δ_1): bounds by back-substitution
-        through the earlier rows — a paired node's coefficient moved onto Δ (``relax.through``) and Δ replaced by
-        its row over the variables; a two-piece node by ``top − z`` where the coefficient is positive, ``z − p`` or
-        ``z − q`` (the piece larger on more of the gap's range) where it is negative — the rest at the
-        variables' bounds (``LeafRows.backsubstituted`` in floating point: a guide to the sides worth stating)."""
+        pairs whose second node is in it (key ``("h", n)``: h = δ_0 − δ_1), by ``substituted`` (the rest at
+        the variables' bounds): ``LeafRows.backsubstituted`` in floating point, a guide to the sides worth stating."""
         runs, P = self._depths()
-        d = self.d
         keys = [k for k in run.tolist() if k in self.gaps] + [("h", self.diffs[k][0]) for k in run.tolist() if k in self.diffs]
         if not keys:
             return {}
@@ -180,7 +179,20 @@ class Disjunct:
         for i, key in enumerate(keys):
             G[2 * i] = P[0, key] - P[1, key] if isinstance(key, int) else self.deltas[0, key[1]] - self.deltas[1, key[1]]
             G[2 * i + 1] = -G[2 * i]
-        for earlier in reversed([r for r in runs if r[0] < run[0]]):
+        value = self.substituted(G, int(run[0]), L, U, gaps, hinges)
+        return {k: (-value[2 * i + 1], value[2 * i]) for i, k in enumerate(keys)}
+
+    def substituted(self, G: np.ndarray, before: int, L: np.ndarray, U: np.ndarray, gaps: dict, hinges: dict,
+                    W: np.ndarray | None = None) -> np.ndarray:
+        """Upper bounds of the forms ``G`` (rows over the variables and the constant, reading nodes before
+        ``before`` only; changed in place) by back-substitution through the earlier rows: a paired node's
+        coefficient moved onto Δ (``relax.through``) and Δ replaced by its row over the variables; a two-piece
+        node by ``top − z`` where the coefficient is positive, ``z − p`` or ``z − q`` (the piece larger on
+        more of the gap's range) where it is negative; the rest at the variables' bounds.  ``W``: per form,
+        the rows' multipliers (leaf layout) to which those of the rows added are added."""
+        runs, P = self._depths()
+        d = self.d
+        for earlier in reversed([r for r in runs if r[0] < before]):
             if paired := [k for k in earlier.tolist() if k in self.diffs]:
                 n = np.array([self.diffs[k][0] for k in paired])
                 a = np.array([self.pairs[j][0] for j in n.tolist()])
@@ -192,6 +204,9 @@ class Disjunct:
                     low, up = self.chords(n, hinges)
                     pos, neg = np.maximum(cd, 0), np.minimum(cd, 0)
                     G += pos @ up + neg @ low
+                    if W is not None:
+                        W[:, self.chords_at + 2 * n + 1] += pos
+                        W[:, self.chords_at + 2 * n] -= neg
             R = np.array([k for k in earlier if k in gaps], dtype=int)
             if not len(R) or not (C := G[:, d + R]).any():
                 continue
@@ -204,9 +219,26 @@ class Disjunct:
             pos, neg = np.maximum(C, 0), np.minimum(C, 0)
             G[:, d + R] = 0
             G += pos @ top + neg @ low
+            if W is not None:
+                base = np.array(self.base)[R]
+                W[:, base + 4] += pos
+                W[:, base + np.where(first, 2, 3)] -= neg
         ends = np.where(G[:, :-1] > 0, U[None, :], L[None, :])
-        value = (G[:, :-1] * ends).sum(axis=1) + G[:, -1]
-        return {k: (-value[2 * i + 1], value[2 * i]) for i, k in enumerate(keys)}
+        return (G[:, :-1] * ends).sum(axis=1) + G[:, -1]
+
+    def atom_plan(self, j: int, bounds: tuple) -> tuple[float, np.ndarray, np.ndarray]:
+        """``(bound, multipliers, slope)``: an upper bound of atom j on the cell by back-substitution
+        (``substituted``: DeepPoly's output bound, with the pairs' rows), the rows it adds (the atom's with
+        1): a Farkas witness in floating point when the bound is negative, the leaf LP's work without it;
+        and the bound's coefficients of x (which coordinates it depends on)."""
+        runs, P = self._depths()
+        i, a, c = self.atom_floats[j]
+        G = np.zeros((1, P.shape[2]))
+        G[0, i], G[0, -1] = a, c
+        W = np.zeros((1, self.rows))
+        W[0, self.atoms_at + j] = 1.0
+        value = self.substituted(G, self.N, bounds[0], bounds[1], bounds[2], bounds[5], W)
+        return float(value[0]), W[0], G[0, :self.d]
 
     def bounds(self, lo: np.ndarray, hi: np.ndarray, tighten: bool = False) -> tuple:
         """``relax.node_bounds`` in floating point (no outward rounding: a guide only): ``(L, U, gaps,
@@ -398,12 +430,6 @@ def _floats(form: dict) -> tuple:
     return (np.array(keys, dtype=int), np.array([float(form[k]) for k in keys]), float(form.get(ONE, 0)))
 
 
-def _interval(part, L, U) -> tuple[float, float]:
-    i, a, c = part
-    lo, hi = np.where(a > 0, L[i], U[i]), np.where(a > 0, U[i], L[i])
-    return c + float(a @ lo), c + float(a @ hi)
-
-
 class Search:
     """The verdict of one network on one property (``run``)."""
 
@@ -502,6 +528,7 @@ class Search:
                     return True
         return False
 
+    @ONE_THREAD
     def _expand(self, p: Disjunct, k: int, cells: list, wait: int | None = None) -> list | None:
         """Close or split ``cells`` (``[(cube, tree node)]``, the node filled in place): depth first to
         the end, or with ``wait``, breadth first until that many cells wait (returned); None when a
@@ -513,11 +540,10 @@ class Search:
             cube, node = stack.pop() if wait is None else stack.pop(0)
             lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
             bounds = p.bounds(lo, hi, tighten=True)
-            violated = [j for j, f in enumerate(p.atom_floats) if _interval(f, *bounds[:2])[1] < -MARGIN]
             exact = None                       # the leaf's rows with its back-substitutions, built when first tried
-            if violated:                       # one atom is false on the whole cell: its row and the bounds
-                mult = np.zeros(p.rows)
-                mult[p.atoms_at + violated[0]] = 1.0
+            plans = [p.atom_plan(j, bounds) for j in range(len(p.forms))]
+            top, mult, _ = min(plans, key=lambda plan: plan[0], default=(0.0, None, None))
+            if top < -MARGIN:                  # one atom is false on the whole cell: its back-substitution
                 exact = LeafRows(p.F, cube, p.forms, p.pairs, bounds[4])
                 if (w := p.witness(cube, mult, exact)) is not None:
                     node.update(witness=sparse_text(w, p.rows), **tighten_text(p, bounds[4]))
