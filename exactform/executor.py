@@ -12,6 +12,7 @@ their command however it ends: stopped (``--timeout``, Ctrl-C) or killed (``end_
 from __future__ import annotations
 
 import os
+import sys
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures import as_completed as futures_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -66,6 +67,16 @@ def end_with_parent(parent: int, every: float = 0.5) -> None:
             os.killpg(os.getpid(), signal.SIGKILL)
         os.kill(os.getpid(), signal.SIGKILL)
     threading.Thread(target=watch, name="end_with_parent", daemon=True).start()
+
+
+def ends_with_parent() -> None:
+    """``preexec_fn`` of a command a benchmark starts in a session of its own: the kernel kills it when the
+    benchmark ends, however it ends (Linux's ``PR_SET_PDEATHSIG``; elsewhere nothing); its workers follow
+    it (``end_with_parent``)."""
+    if sys.platform == "linux":
+        import ctypes
+        import signal
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)          # 1: PR_SET_PDEATHSIG
 
 
 def _worker_init(parent: int) -> None:

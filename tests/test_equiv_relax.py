@@ -359,3 +359,17 @@ def test_back_substituted_atom_plans_are_witnesses(seed):
                     assert not infeasible(rows, W)
                     refused += 1
     assert witnessed, "some atoms are closed by back-substitution alone"
+
+
+def test_the_searches_run_one_blas_thread(tmp_path):
+    """The relaxation's matrices are small: BLAS threads only spin (and, on a loaded machine, slow the
+    search several times over); ``Relaxed.run`` and verify's cell expansion hold BLAS to one thread
+    and give the caller's setting back."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+    a, b, box = acas(tmp_path)
+    seen = []
+    blas = lambda: [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]  # noqa: E731
+    with threadpool_limits(limits=2, user_api="blas"):
+        outcome = compare(a, b, box, F(1, 20), progress=lambda *_: seen.append(blas()))
+        after = blas()
+    assert outcome.equal and seen and all(set(n) == {1} for n in seen) and set(after) == {2}, (seen, after)

@@ -80,3 +80,20 @@ def test_a_killed_benchmark_leaves_no_capped_run_running():
     """``equiv_bench.capped`` runs each case in a child process: killing the benchmark ends it too."""
     job = subprocess.Popen([sys.executable, "-c", BENCH], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert survivors(job, 1, signal.SIGTERM) == []
+
+
+LIMITED = """
+import sys, tempfile
+from pathlib import Path
+from exactform.benchmarks import verify_bench
+verify_bench.limited([sys.executable, "-c", "import time; time.sleep(600)"], 600, Path(tempfile.mkdtemp()) / "log")
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_killed_benchmark_leaves_no_instance_running(sig):
+    """``verify_bench.limited`` (the verify and equiv-regions benchmarks) runs each instance in a session of
+    its own, out of reach of the benchmark's signals: killing the benchmark ends it too
+    (``executor.ends_with_parent``)."""
+    job = subprocess.Popen([sys.executable, "-c", LIMITED], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert survivors(job, 1, sig) == []

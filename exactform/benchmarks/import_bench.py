@@ -23,6 +23,7 @@ import warnings
 from pathlib import Path
 
 from exactform.benchmarks.timing import table
+from exactform.executor import ends_with_parent
 
 
 def networks():
@@ -55,7 +56,7 @@ def run_step(argv: list[str], timeout: float) -> tuple[str, float, float, str]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-c", code, "--", *argv], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=ends_with_parent)
     try:
         out, _ = child.communicate(timeout=timeout)
         lines = out.strip().splitlines() or [""]

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from exactform.benchmarks.timing import table
+from exactform.executor import ends_with_parent
 from exactform.numbers import parse_number
 
 DATA = Path(__file__).resolve().parent / "data" / "acasxu_vnnlib"
@@ -155,6 +156,7 @@ def limited(argv: list[str], seconds: int, log: Path, cwd: Path | None = None) -
     a limit (``SIGXCPU``, or killed at the wall limit), negative when another signal ended it."""
     def limit():
         resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))
+        ends_with_parent()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     with open(log, "w") as out:
