@@ -376,13 +376,9 @@ class LeafRows:
     def integral(self, i: int) -> tuple[int, dict]:
         """Row i as ``(D, {variable: integer})`` (``farkas_sum``), built once."""
         if i not in self.integers:
-            k, j = self.slots[i]
-            if k is not None and k >= 0 and 2 <= j < 2 + len(self.F.nodes[k][1]):      # z − p: the same on every box
-                if ("row", i) not in self.shared:
-                    self.shared["row", i] = _integral(self[i][0])
-                self.integers[i] = self.shared["row", i]
-            else:
-                self.integers[i] = _integral(self[i][0])
+            k, j = self.slots[i]            # a row z − p is the same on every box: built once per table
+            store = self.shared if k is not None and k >= 0 and 2 <= j < 2 + len(self.F.nodes[k][1]) else {}
+            self.integers[i] = store[i] if i in store else store.setdefault(i, _integral(self[i][0]))
         return self.integers[i]
 
     def _row(self, k, j) -> dict:
