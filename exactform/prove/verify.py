@@ -4,10 +4,12 @@ with an exact counterexample, or ``unknown`` / ``timeout`` — never a guess.
 The search runs in floating point and decides nothing.  Per disjunct of the property (an input box
 and linear atoms over X and Y, ``importers.vnnlib``) it first looks for a violating point (random
 points, then finite-difference ascent of the least atom's value); then it splits the box at
-coordinate hyperplanes, depth first.  On a cell it bounds every node of the network by intervals
-and solves the leaf's linear relaxation (``relax.LeafRows``: the rows the checker writes)
-with HiGHS, as ``min t`` over ``g(v) + t ≥ 0``: when ``t* > 0`` the LP's dual multipliers are a
-Farkas witness of infeasibility in floating point.  They are rounded to dyadic rationals and the
+coordinate hyperplanes, depth first.  On a cell it bounds every node of the network (with the
+back-substitutions worth stating) and each atom by back-substitution through the leaf's rows
+(``relax.LeafRows``: the rows the checker writes; ``Disjunct.atom_plan``): an atom negative on the
+cell gives a Farkas witness in floating point, the rows it added.  Else it solves the leaf's linear
+relaxation with HiGHS, as ``min t`` over ``g(v) + t ≥ 0``: when ``t* > 0`` the LP's dual multipliers
+are such a witness.  They are rounded to dyadic rationals and the
 leaf is closed only when the checker's own exact test accepts them (``relax.infeasible``:
 the combination computed with ``fractions``, the gradient left by rounding taken at the variables'
 bounds); a witness that fails exactly splits the cell again.  A point the LP or the sampling proposes is a counterexample only once the exact
