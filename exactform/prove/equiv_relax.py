@@ -27,6 +27,7 @@ from ..checker.relax import LeafRows, pairs, through
 from ..numbers import format_rational
 from .verify import MARGIN, ONE_THREAD, Deadline, Disjunct, Search, sparse_text, tighten_text
 
+LOOKAHEAD = 3            # the split coordinate: of the 3 of largest spread, the one whose halves close best
 MIN_WIDTH = 2.0 ** -16       # a cell this narrow (relative to the box) that the relaxation cannot close goes to the cell search
 
 
@@ -75,51 +76,76 @@ class Relaxed:
         stopped when ``point`` (|A − B|∞ > ε, exact) was found.  ``progress()``: once per cell."""
         p, width0 = self.p, np.array([float(hi - lo) for lo, hi in self.box])
         root, left = [None], []
-        stack = [(cons, cube, root, 0)]
+        stack = [(cons, cube, root, 0, None)]
         while stack and (wait is None or len(stack) < wait):
             if self.deadline is not None and time.monotonic() > self.deadline:
                 raise Deadline()
             if progress:
                 progress()
-            cons, cube, slot, n = stack.pop() if wait is None else stack.pop(0)
-            lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
-            bounds = p.bounds(lo, hi, tighten=True)
-            plans, worst, spread = [], None, None
-            for j in range(len(p.forms)):
-                f = self.upper(j, bounds)
-                if f[:-1] @ np.where(f[:-1] > 0, hi, lo) + f[-1] < -MARGIN:
-                    plans.append(self.direct(j))
-                    continue
-                spread = np.abs(f[:-1]) * (hi - lo)
-                top, w, slope = p.atom_plan(j, bounds)
-                if top >= -MARGIN:
-                    worst = np.where(slope > 0, hi, lo)
-                    break
-                plans.append(w)
-            leaf = self._close(cube, plans, bounds[4]) if worst is None else None
+            cons, cube, slot, n, known = stack.pop() if wait is None else stack.pop(0)
+            bounds, plans, top, worst, spread = known or self._assess(cube)
+            leaf = self._close(cube, plans, bounds[4]) if top is None else None
             if leaf is not None:
                 self.leaves += 1
                 slot[n] = leaf
                 continue
+            lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
             near = Fraction(0)
             for x in ([worst] if worst is not None else []) + [(lo + hi) / 2]:
                 near = max(near, self._gap(x, cube))
                 if self.point is not None:
                     return root, [], []
-            i = int(np.argmax(spread)) if spread is not None and spread.max() > 0 else Search._branch(lo, hi, width0)
-            if 2 * near >= self.eps or hi[i] - lo[i] <= MIN_WIDTH * max(width0[i], 1e-300):
+            wide = [i for i in (np.argsort(-spread, kind="stable").tolist() if spread is not None and spread.max() > 0
+                                else [Search._branch(lo, hi, width0)]) if hi[i] - lo[i] > MIN_WIDTH * max(width0[i], 1e-300)]
+            if 2 * near >= self.eps or not wide:
                 left.append((cons, cube, slot, n))
                 continue
-            c = (cube[i][0] + cube[i][1]) / 2
-            below, above = list(cube), list(cube)
-            below[i], above[i] = (cube[i][0], c), (c, cube[i][1])
+            i, parts, assessed = self._split(cube, wide[:LOOKAHEAD] if spread is not None else wide[:1])
+            c = parts[1][i][0]
             g = {i: Fraction(1), ONE: -c}
             children = [None, None]
             slot[n] = {"split": affine_text(g, p.d), "children": children}
             self.splits += 1
-            halves = [(cons + [(g, "ge")], above, children, 0), (cons + [({i: Fraction(-1), ONE: c}, "ge")], below, children, 1)]
+            halves = [(cons + [(g, "ge")], parts[1], children, 0, assessed[1]),
+                      (cons + [({i: Fraction(-1), ONE: c}, "ge")], parts[0], children, 1, assessed[0])]
             stack += halves[::-1] if wait is None else halves
-        return root, left, stack
+        return root, left, [e[:4] for e in stack]
+
+    def _assess(self, cube: list) -> tuple:
+        """``(bounds, plans, top, worst, spread)`` of a cell in floating point: the node bounds, and per atom
+        a plan (``direct``, else ``Disjunct.atom_plan``) while each bound is negative; at the first atom
+        whose bound is not, that bound ``top``, the corner ``worst`` where it is largest and ``spread``
+        (per coordinate, |coefficient| × width in its direct bound); ``top`` None when every atom has a plan."""
+        p = self.p
+        lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
+        bounds = p.bounds(lo, hi, tighten=True)
+        plans = []
+        for j in range(len(p.forms)):
+            f = self.upper(j, bounds)
+            if f[:-1] @ np.where(f[:-1] > 0, hi, lo) + f[-1] < -MARGIN:
+                plans.append(self.direct(j))
+                continue
+            top, w, slope = p.atom_plan(j, bounds)
+            if top >= -MARGIN:
+                return bounds, plans, top, np.where(slope > 0, hi, lo), np.abs(f[:-1]) * (hi - lo)
+            plans.append(w)
+        return bounds, plans, None, None, None
+
+    def _split(self, cube: list, coordinates: list) -> tuple:
+        """``(i, (below, above), their _assess)``: of the ``coordinates``, the one whose halves leave the fewest
+        open (then the smaller largest bound), the first on ties; one coordinate is not assessed ahead."""
+        best = None
+        for i in coordinates:
+            c = (cube[i][0] + cube[i][1]) / 2
+            parts = (cube[:i] + [(cube[i][0], c)] + cube[i + 1:], cube[:i] + [(c, cube[i][1])] + cube[i + 1:])
+            if len(coordinates) == 1:
+                return i, parts, (None, None)
+            assessed = [self._assess(part) for part in parts]
+            tops = [a[2] for a in assessed if a[2] is not None]
+            score = (len(tops), max(tops, default=-np.inf))
+            if best is None or score < best[0]:
+                best = (score, i, parts, assessed)
+        return best[1:]
 
     def _close(self, cube: list, plans: list, tight: dict) -> dict | None:
         """The leaf ``{"relaxed": [[w⁺, w⁻] per output], "tighten": [[node, side]]}`` when every float plan
