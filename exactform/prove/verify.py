@@ -36,7 +36,7 @@ from ..checker.reader import FORMAT, ONE, combine
 from ..checker.vnnlib import rows
 from ..numbers import format_rational
 
-MARGIN = 1e-9          # an LP optimum t* below this is not worth an exact attempt
+MARGIN = 1e-9          # a float bound (an atom's, or −t* of the LP) above −MARGIN is not worth an exact attempt
 SHRINK = 0.1          # a back-substitution bound is stated where it makes a gap or a pair's h stable or narrower by this part
 MIN_WIDTH = 1e-12      # a cell narrower than this (relative to the box) is not split again: unknown
 ONE_THREAD = threadpool_limits.wrap(limits=1, user_api="blas")   # the searches' matrices are small: BLAS threads
