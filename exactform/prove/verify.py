@@ -173,7 +173,7 @@ class Disjunct:
         """``{key: (lo, hi)}`` for the two-piece nodes of ``run`` (key k: g = p − q) and the
         pairs whose second node is in it (key ``("h", n)``: h = δ_0 − δ_1), by ``substituted`` (the rest at
         the variables' bounds): ``LeafRows.backsubstituted`` in floating point, a guide to the sides worth stating."""
-        runs, P = self._depths()
+        P = self._depths()[1]
         keys = [k for k in run.tolist() if k in self.gaps] + [("h", self.diffs[k][0]) for k in run.tolist() if k in self.diffs]
         if not keys:
             return {}
@@ -233,7 +233,7 @@ class Disjunct:
         (``substituted``: DeepPoly's output bound, with the pairs' rows), the rows it adds (the atom's with
         1): a Farkas witness in floating point when the bound is negative, the leaf LP's work without it;
         and the bound's coefficients of x (which coordinates it depends on)."""
-        runs, P = self._depths()
+        P = self._depths()[1]
         i, a, c = self.atom_floats[j]
         G = np.zeros((1, P.shape[2]))
         G[0, i], G[0, -1] = a, c
