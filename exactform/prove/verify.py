@@ -146,9 +146,38 @@ class Disjunct:
             self.P = P
         return self.runs, self.P
 
-    def chords(self, n: np.ndarray, hinges: dict) -> tuple[np.ndarray, np.ndarray]:
-        """The pairs n's lower and upper forms of Δ over the variables (``relax.LeafRows``' rows −3), dense."""
-        D0, D1 = self.deltas[0, n], self.deltas[1, n]
+    def _run_rows(self) -> list:
+        """Per run of ``_depths``, what back-substitution reads of it, on the columns its rows touch (the
+        constant last): ``(n, a, b, st, cols, δ_0, δ_1)`` for the pairs n whose node b is in it (their nodes'
+        variables a, b, [s, t]) and ``(R, cols, p, q, base)`` for its two-piece nodes R (their pieces, their rows' first
+        index); None for either when the run has none."""
+        if not hasattr(self, "run_rows"):
+            runs, P = self._depths()
+
+            def columns(*M):
+                return np.append(np.flatnonzero(np.any(np.concatenate([m[:, :-1] for m in M]) != 0, axis=0)), P.shape[2] - 1)
+            self.run_rows = []
+            for run in runs:
+                paired = [k for k in run.tolist() if k in self.diffs]
+                n = np.array([self.diffs[k][0] for k in paired], dtype=int)
+                pairs = None
+                if len(n):
+                    cols = columns(self.deltas[0, n], self.deltas[1, n])
+                    pairs = (n, np.array([self.pairs[j][0] for j in n.tolist()]), self.d + np.array(paired), np.array(
+                        [[float(self.pairs[j][1]), float(self.pairs[j][3])] for j in n.tolist()]), cols,
+                        self.deltas[0, n][:, cols], self.deltas[1, n][:, cols])
+                R = np.array([k for k in run.tolist() if k in self.gaps], dtype=int)
+                nodes = None
+                if len(R):
+                    cols = columns(P[0, R], P[1, R])
+                    nodes = (R, cols, P[0, R][:, cols], P[1, R][:, cols], np.array(self.base)[R])
+                self.run_rows.append((pairs, nodes))
+        return self.run_rows
+
+    @staticmethod
+    def chords(n: np.ndarray, D0: np.ndarray, D1: np.ndarray, hinges: dict) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs n's lower and upper forms of Δ (``relax.LeafRows``' rows −3), from their δ_0, δ_1 (the
+        constant last)."""
         low, up = D1.copy(), D1.copy()
         for i, j in enumerate(n.tolist()):
             state = hinges[j]
@@ -192,37 +221,32 @@ class Disjunct:
         node by ``top − z`` where the coefficient is positive, ``z − p`` or ``z − q`` (the piece larger on
         more of the gap's range) where it is negative; the rest at the variables' bounds.  ``W``: per form,
         the rows' multipliers (leaf layout) to which those of the rows added are added."""
-        runs, P = self._depths()
         d = self.d
-        for earlier in reversed([r for r in runs if r[0] < before]):
-            if paired := [k for k in earlier.tolist() if k in self.diffs]:
-                n = np.array([self.diffs[k][0] for k in paired])
-                a = np.array([self.pairs[j][0] for j in n.tolist()])
-                if (ca := G[:, a]).any():
-                    st = np.array([[float(self.pairs[j][1]), float(self.pairs[j][3])] for j in n.tolist()])
-                    cd = ca / st[:, 0]
-                    G[:, a] = 0
-                    G[:, d + np.array(paired)] += cd * st[:, 1]
-                    low, up = self.chords(n, hinges)
-                    pos, neg = np.maximum(cd, 0), np.minimum(cd, 0)
-                    G += pos @ up + neg @ low
-                    if W is not None:
-                        W[:, self.chords_at + 2 * n + 1] += pos
-                        W[:, self.chords_at + 2 * n] -= neg
-            R = np.array([k for k in earlier if k in gaps], dtype=int)
-            if not len(R) or not (C := G[:, d + R]).any():
+        for paired, nodes in reversed([rows for run, rows in zip(self._depths()[0], self._run_rows()) if run[0] < before]):
+            if paired is not None and (ca := G[:, paired[1]]).any():
+                n, a, b, st, cols, D0, D1 = paired
+                cd = ca / st[:, 0]
+                G[:, a] = 0
+                G[:, b] += cd * st[:, 1]
+                low, up = self.chords(n, D0, D1, hinges)
+                pos, neg = np.maximum(cd, 0), np.minimum(cd, 0)
+                G[:, cols] += pos @ up + neg @ low
+                if W is not None:
+                    W[:, self.chords_at + 2 * n + 1] += pos
+                    W[:, self.chords_at + 2 * n] -= neg
+            if nodes is None or not (C := G[:, d + nodes[0]]).any():
                 continue
+            R, cols, P0, P1, base = nodes
             gl, gu = np.array([gaps[k][0] for k in R]), np.array([gaps[k][1] for k in R])
             lam = np.where(gl >= 0, 1.0, np.where(gu <= 0, 0.0, gu / np.where(gu > gl, gu - gl, 1)))
             first = np.where(gl >= 0, True, np.where(gu <= 0, False, gu >= -gl))
-            top = lam[:, None] * P[0, R] + (1 - lam)[:, None] * P[1, R]
+            top = lam[:, None] * P0 + (1 - lam)[:, None] * P1
             top[:, -1] -= np.where((gl < 0) & (gu > 0), lam * gl, 0)
-            low = np.where(first[:, None], P[0, R], P[1, R])
+            low = np.where(first[:, None], P0, P1)
             pos, neg = np.maximum(C, 0), np.minimum(C, 0)
             G[:, d + R] = 0
-            G += pos @ top + neg @ low
+            G[:, cols] += pos @ top + neg @ low
             if W is not None:
-                base = np.array(self.base)[R]
                 W[:, base + 4] += pos
                 W[:, base + np.where(first, 2, 3)] -= neg
         ends = np.where(G[:, :-1] > 0, U[None, :], L[None, :])
@@ -242,92 +266,108 @@ class Disjunct:
         value = self.substituted(G, self.N, bounds[0], bounds[1], bounds[2], bounds[5], W)
         return float(value[0]), W[0], G[0, :self.d]
 
+    def _run_forms(self) -> list:
+        """Per run of ``_depths``, the forms its nodes read, as sparse rows over the variables (positive and
+        negative parts apart), the pairs' differences and the constant: per node its pieces (a hardmax
+        node: its values), g = p − q for two pieces, and for the node b of a pair δ_0, δ_1, h read through
+        the earlier pairs; with ``{node: (pieces' rows, g's row, δ_0's row)}``.  Every form of a run reads
+        only earlier runs' variables, so one product per run gives all its sides."""
+        if not hasattr(self, "run_forms"):
+            n, self.run_forms = self.d + self.N, []
+            for run in self._depths()[0]:
+                parts, slots = [], {}
+                for k in run.tolist():
+                    kind, pieces = self.pieces[k]
+                    values = pieces if kind == "max" else pieces[len(pieces) // 2:]
+                    slots[k] = (range(len(parts), len(parts) + len(values)), len(parts) + len(values) if k in self.gaps else None,
+                                len(parts) + len(values) + (k in self.gaps) if k in self.diffs else None)
+                    parts += [(p, []) for p in values] + ([(self.gaps[k], [])] if k in self.gaps else []) + \
+                        (self.diffs[k][2] if k in self.diffs else [])
+                rows = np.repeat(np.arange(len(parts)), [len(i) for (i, _, _), _ in parts])
+                M = csr_matrix((np.concatenate([np.zeros(0)] + [a for (_, a, _), _ in parts]),
+                                (rows, np.concatenate([np.zeros(0, int)] + [i for (i, _, _), _ in parts]))), shape=(len(parts), n))
+                terms = [(r, j, c) for r, (_, ts) in enumerate(parts) for j, c in ts]
+                C = csr_matrix(([c for _, _, c in terms], ([r for r, _, _ in terms], [j for _, j, _ in terms])),
+                               shape=(len(parts), max(len(self.pairs), 1)))
+                self.run_forms.append((M.maximum(0), M.minimum(0), C.maximum(0), C.minimum(0),
+                                       np.array([c for (_, _, c), _ in parts]), slots))
+        return self.run_forms
+
     def bounds(self, lo: np.ndarray, hi: np.ndarray, tighten: bool = False) -> tuple:
         """``relax.node_bounds`` in floating point (no outward rounding: a guide only): ``(L, U, gaps,
         dfns, tight, hinges)``; with ``tighten``, each two-piece node's gap and pair's h met with its
         back-substitution bounds (``backsubstitution``, ``_met``), ``tight`` the sides stated
-        (``{key: [side]}``, ``LeafRows.tight``)."""
+        (``{key: [side]}``, ``LeafRows.tight``).  A run's forms are bounded together (``_run_forms``)."""
         d = self.d
         n = d + self.N
         LO, UP = np.zeros((n, d + 1)), np.zeros((n, d + 1))
         LO[:d, :d] = UP[:d, :d] = np.eye(d)
+        DLO, DUP = np.zeros((max(len(self.pairs), 1), d + 1)), np.zeros((max(len(self.pairs), 1), d + 1))
         L, U = np.concatenate([lo, np.zeros(self.N)]), np.concatenate([hi, np.zeros(self.N)])
-        gaps, dfns, hinges, tight, shown = {}, {}, {}, {}, {}
-        starts = {int(r[0]): r for r in self._depths()[0][1:]} if tighten else {}
-
-        def side(part, up):
-            i, a, c = part
-            pos, neg = np.where(a > 0, a, 0), np.where(a > 0, 0, a)
-            f = pos @ UP[i] + neg @ LO[i] if up else pos @ LO[i] + neg @ UP[i]
-            f[d] += c
-            return f
+        gaps, hinges, tight, shown = {}, {}, {}, {}
 
         def extreme(f, up):
             return float(f[:d] @ np.where((f[:d] > 0) == up, hi, lo) + f[d])
-        for k, (kind, parts) in enumerate(self.pieces):
-            z = d + k
-            if k in starts:
-                shown = self.backsubstitution(starts[k], L, U, gaps, hinges)
-            values = parts if kind == "max" else parts[len(parts) // 2:]
-            sides = [(side(p, False), side(p, True)) for p in values]
-            ivs = [(extreme(a, False), extreme(b, True)) for a, b in sides]
-            if kind != "max":
-                L[z], U[z] = min(a for a, _ in ivs), max(b for _, b in ivs)
-                LO[z, d], UP[z, d] = L[z], U[z]
-                continue
-            j = max(range(len(values)), key=lambda i: ivs[i][0] + ivs[i][1])
-            below, above = sides[j][0], None
-            if len(values) == 2:
-                gs = (side(self.gaps[k], False), side(self.gaps[k], True))
-                gl = max(extreme(gs[0], False), ivs[0][0] - ivs[1][1])
-                gu = min(extreme(gs[1], True), ivs[0][1] - ivs[1][0])
-                gl, gu = _met(k, gl, gu, shown, tight)
-                gaps[k] = (gl, gu)
-                if gl >= 0 or gu <= 0:
-                    below, above = sides[0 if gl >= 0 else 1]
-                else:
-                    b = 0 if ivs[0][1] - ivs[0][0] <= ivs[1][1] - ivs[1][0] else 1
-                    hl, hu, h = (-gu, -gl, -gs[0]) if b == 0 else (gl, gu, gs[1])
-                    s = hu / (hu - hl)
-                    above = sides[b][1] + s * h
-                    above[d] += max(-s * hl, hu - s * hu)
-            L[z] = max(max(a for a, _ in ivs), extreme(below, False))
-            U[z] = max(b for _, b in ivs) if above is None else min(max(b for _, b in ivs), extreme(above, True))
-            if len(values) == 2:
-                U[z] = min(U[z], max(ivs[1][1] + max(gu, 0), ivs[0][1] + max(-gl, 0)))
-            LO[z] = below
-            if above is None:
-                UP[z, d] = U[z]
-            else:
-                UP[z] = above
-            if k in self.diffs:                 # the pair's difference (relax.node_bounds)
-                j, order, parts = self.diffs[k]
-                a, b = self.pairs[j][0] - d, k
-
-                def through(part, up):
-                    rest, terms = part
-                    return side(rest, up) + sum(c * dfns[i][(c > 0) == up] for i, c in terms)
-                won = [o[0 if gaps[v][0] >= 0 else 1] if gaps[v][0] >= 0 or gaps[v][1] <= 0 else None
-                       for v, o in ((a, order[0]), (b, order[1]))]
-                if won[0] is not None and won[0] == won[1]:
-                    hinges[j] = (won[0],)
-                    dfns[j] = (through(parts[won[0]], False), through(parts[won[0]], True))
-                else:
-                    h = (through(parts[2], False), through(parts[2], True))
-                    hl, hu = _met(("h", j), extreme(h[0], False), extreme(h[1], True), shown, tight)
-                    hinges[j] = (hl, hu)
-                    base = (through(parts[1], False), through(parts[1], True))
-                    if hl >= 0:
-                        dfns[j] = (base[0], base[1] + h[1])
-                    elif hu <= 0:
-                        dfns[j] = (base[0] + h[0], base[1])
+        for r, (run, (Mp, Mn, Cp, Cn, const, slots)) in enumerate(zip(self._depths()[0], self._run_forms())):
+            if tighten and r:
+                shown = self.backsubstitution(run, L, U, gaps, hinges)
+            low, high = Mp @ LO + Mn @ UP + Cp @ DLO + Cn @ DUP, Mp @ UP + Mn @ LO + Cp @ DUP + Cn @ DLO
+            low[:, d] += const
+            high[:, d] += const
+            elo = np.einsum("ij,ij->i", low[:, :d], np.where(low[:, :d] > 0, lo, hi)) + low[:, d]
+            eup = np.einsum("ij,ij->i", high[:, :d], np.where(high[:, :d] > 0, hi, lo)) + high[:, d]
+            for k in run.tolist():
+                z, (values, g, paired) = d + k, slots[k]
+                ivs = [(elo[i], eup[i]) for i in values]
+                if self.pieces[k][0] != "max":
+                    L[z], U[z] = min(a for a, _ in ivs), max(b for _, b in ivs)
+                    LO[z, d], UP[z, d] = L[z], U[z]
+                    continue
+                j = max(range(len(ivs)), key=lambda i: ivs[i][0] + ivs[i][1])
+                below, above = low[values[j]], None
+                if g is not None:
+                    gl, gu = _met(k, max(elo[g], ivs[0][0] - ivs[1][1]), min(eup[g], ivs[0][1] - ivs[1][0]), shown, tight)
+                    gaps[k] = (gl, gu)
+                    if gl >= 0 or gu <= 0:
+                        below, above = low[values[0 if gl >= 0 else 1]], high[values[0 if gl >= 0 else 1]]
                     else:
-                        s, r = hu / (hu - hl), -hl / (hu - hl)
-                        low, high = r * h[0], s * h[1]
-                        low[d] -= r * hu
-                        high[d] -= s * hl
-                        dfns[j] = (base[0] + low, base[1] + high)
-        return L, U, gaps, dfns, tight, hinges
+                        b = 0 if ivs[0][1] - ivs[0][0] <= ivs[1][1] - ivs[1][0] else 1
+                        hl, hu, h = (-gu, -gl, -low[g]) if b == 0 else (gl, gu, high[g])
+                        s = hu / (hu - hl)
+                        above = high[values[b]] + s * h
+                        above[d] += max(-s * hl, hu - s * hu)
+                L[z] = max(max(a for a, _ in ivs), extreme(below, False))
+                U[z] = max(b for _, b in ivs) if above is None else min(max(b for _, b in ivs), extreme(above, True))
+                if g is not None:
+                    U[z] = min(U[z], max(ivs[1][1] + max(gu, 0), ivs[0][1] + max(-gl, 0)))
+                LO[z] = below
+                if above is None:
+                    UP[z, d] = U[z]
+                else:
+                    UP[z] = above
+                if paired is not None:                 # the pair's difference (relax.node_bounds)
+                    j, order, _ = self.diffs[k]
+                    won = [o[0 if gaps[v][0] >= 0 else 1] if gaps[v][0] >= 0 or gaps[v][1] <= 0 else None
+                           for v, o in ((self.pairs[j][0] - d, order[0]), (k, order[1]))]
+                    if won[0] is not None and won[0] == won[1]:
+                        hinges[j] = (won[0],)
+                        DLO[j], DUP[j] = low[paired + won[0]], high[paired + won[0]]
+                        continue
+                    h = paired + 2
+                    hl, hu = _met(("h", j), elo[h], eup[h], shown, tight)
+                    hinges[j] = (hl, hu)
+                    DLO[j], DUP[j] = low[paired + 1], high[paired + 1]
+                    if hl >= 0:
+                        DUP[j] += high[h]
+                    elif hu <= 0:
+                        DLO[j] += low[h]
+                    else:
+                        s, t = hu / (hu - hl), -hl / (hu - hl)
+                        DLO[j] += t * low[h]
+                        DLO[j, d] -= t * hu
+                        DUP[j] += s * high[h]
+                        DUP[j, d] -= s * hl
+        return L, U, gaps, {j: (DLO[j], DUP[j]) for j in hinges}, tight, hinges
 
     def lp(self, lo: np.ndarray, hi: np.ndarray, bounds: tuple, only: list | None = None):
         """``(−t*, multipliers, x*)`` of the leaf relaxation over the box [lo, hi] with ``bounds`` (floats;
