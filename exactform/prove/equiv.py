@@ -275,6 +275,7 @@ def _value(g: dict, x: list) -> Fraction:
 
 
 SUBTREES = 64       # the pruned search expands cells until this many wait, then searches each as a task
+RELAXED_SUBTREES = 8    # the relaxation's cells waiting per worker (each is ~1 s of exact work at a leaf: fewer tasks)
 BISECT = 6          # halvings of the box by the box bound before the cell search (--tolerance)
 PROBES, GRID = 64, 4096     # random points evaluated exactly before any search, coordinates on a 1/GRID grid
 SCREEN, SCREENED = 4096, 16     # grid points evaluated in float64 (Maxout nets), the largest gaps then exactly
@@ -339,11 +340,11 @@ class Search:
     def relaxed(self, executor=None, progress=None, prune: bool = False) -> None:
         """|A − B|∞ ≤ ε by the differential relaxation (``equiv_relax``): its tree, with the cells it
         leaves open proved by the exact cell search; or the point it finds.  With an ``executor`` of
-        several workers the cells are expanded breadth first until ``SUBTREES`` wait, and each is proved
-        as a task (``relaxed_subtree``), merged in order: the tree does not depend on the executor."""
+        several workers the cells are expanded breadth first until ``RELAXED_SUBTREES`` per worker wait, and
+        each is proved as a task (``relaxed_subtree``), merged in order: the tree does not depend on the executor."""
         r = self._relaxation()
         workers = getattr(executor, "workers", 1)
-        root, left, waiting = r.run(self.cons, self.box, SUBTREES if workers > 1 else None, progress)
+        root, left, waiting = r.run(self.cons, self.box, RELAXED_SUBTREES * workers if workers > 1 else None, progress)
         out = self.outcome
         out.leaves, out.splits = out.leaves + r.leaves, out.splits + r.splits
         if r.point is not None:
