@@ -25,9 +25,8 @@ import numpy as np
 from ..checker.equiv import ONE, combine
 from ..checker.relax import LeafRows, pairs, through
 from ..numbers import format_rational
-from .verify import MARGIN, ONE_THREAD, Deadline, Disjunct, Search, sparse_text, tighten_text
+from .verify import LOOKAHEAD, MARGIN, ONE_THREAD, Deadline, Disjunct, lookahead, sparse_text, tighten_text, widest
 
-LOOKAHEAD = 3            # the split coordinate: of the 3 of largest spread, the one whose halves close best
 MIN_WIDTH = 2.0 ** -16       # a cell this narrow (relative to the box) that the relaxation cannot close goes to the cell search
 
 
@@ -96,7 +95,7 @@ class Relaxed:
                 if self.point is not None:
                     return root, [], []
             wide = [i for i in (np.argsort(-spread, kind="stable").tolist() if spread is not None and spread.max() > 0
-                                else [Search._branch(lo, hi, width0)]) if hi[i] - lo[i] > MIN_WIDTH * max(width0[i], 1e-300)]
+                                else widest(lo, hi, width0)[:1]) if hi[i] - lo[i] > MIN_WIDTH * max(width0[i], 1e-300)]
             if 2 * near >= self.eps or not wide:
                 left.append((cons, cube, slot, n))
                 continue
@@ -132,20 +131,16 @@ class Relaxed:
         return bounds, plans, None, None, None
 
     def _split(self, cube: list, coordinates: list) -> tuple:
-        """``(i, (below, above), their _assess)``: of the ``coordinates``, the one whose halves leave the fewest
-        open (then the smaller largest bound), the first on ties; one coordinate is not assessed ahead."""
-        best = None
-        for i in coordinates:
+        """``(i, (below, above), their _assess)``: the coordinate ``lookahead`` picks of ``coordinates`` by the
+        halves' assessments (kept for when they are expanded); one coordinate is not assessed ahead."""
+        def parts(i):
             c = (cube[i][0] + cube[i][1]) / 2
-            parts = (cube[:i] + [(cube[i][0], c)] + cube[i + 1:], cube[:i] + [(c, cube[i][1])] + cube[i + 1:])
-            if len(coordinates) == 1:
-                return i, parts, (None, None)
-            assessed = [self._assess(part) for part in parts]
-            tops = [a[2] for a in assessed if a[2] is not None]
-            score = (len(tops), max(tops, default=-np.inf))
-            if best is None or score < best[0]:
-                best = (score, i, parts, assessed)
-        return best[1:]
+            return cube[:i] + [(cube[i][0], c)] + cube[i + 1:], cube[:i] + [(c, cube[i][1])] + cube[i + 1:]
+        if len(coordinates) == 1:
+            return coordinates[0], parts(coordinates[0]), (None, None)
+        assessed = {i: [self._assess(part) for part in parts(i)] for i in coordinates}
+        i = lookahead(coordinates, lambda i: [-np.inf if a[2] is None else a[2] for a in assessed[i]])
+        return i, parts(i), assessed[i]
 
     def _close(self, cube: list, plans: list, tight: dict) -> dict | None:
         """The leaf ``{"relaxed": [[w⁺, w⁻] per output], "tighten": [[node, side]]}`` when every float plan

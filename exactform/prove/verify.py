@@ -39,6 +39,7 @@ from ..numbers import format_rational
 MARGIN = 1e-9          # a float bound (an atom's, or −t* of the LP) above −MARGIN is not worth an exact attempt
 SHRINK = 0.1          # a back-substitution bound is stated where it makes a gap or a pair's h stable or narrower by this part
 MIN_WIDTH = 1e-12      # a cell narrower than this (relative to the box) is not split again: unknown
+LOOKAHEAD = 5          # split coordinates whose halves are bounded ahead (ACAS Xu 1_1 prop_3: 247 leaves → 33)
 ONE_THREAD = threadpool_limits.wrap(limits=1, user_api="blas")   # the searches' matrices are small: BLAS threads
 #   only spin (ACAS Xu 1_1 on φ1, 2 cores: 13.3 → 10.5 CPU s for a third of the region; workers run in parallel instead)
 
@@ -292,6 +293,15 @@ class Disjunct:
                 self.run_forms.append((M.maximum(0), M.minimum(0), C.maximum(0), C.minimum(0),
                                        np.array([c for (_, _, c), _ in parts]), slots))
         return self.run_forms
+
+    def least_plan(self, bounds: tuple) -> tuple[float, np.ndarray | None, np.ndarray | None]:
+        """``atom_plan`` of the atom of least bound on the cell of ``bounds`` (one false atom refutes the
+        disjunct there)."""
+        return min((self.atom_plan(j, bounds) for j in range(len(self.forms))), key=lambda plan: plan[0], default=(0.0, None, None))
+
+    def least(self, lo: np.ndarray, hi: np.ndarray) -> float:
+        """The least atom bound on the cell [lo, hi] (``least_plan``; negative: the cell closes in floats)."""
+        return self.least_plan(self.bounds(lo, hi, tighten=True))[0]
 
     def bounds(self, lo: np.ndarray, hi: np.ndarray, tighten: bool = False) -> tuple:
         """``relax.node_bounds`` in floating point (no outward rounding: a guide only): ``(L, U, gaps,
@@ -583,8 +593,7 @@ class Search:
             lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
             bounds = p.bounds(lo, hi, tighten=True)
             exact = None                       # the leaf's rows with its back-substitutions, built when first tried
-            plans = [p.atom_plan(j, bounds) for j in range(len(p.forms))]
-            top, mult, _ = min(plans, key=lambda plan: plan[0], default=(0.0, None, None))
+            top, mult, _ = p.least_plan(bounds)
             if top < -MARGIN:                  # one atom is false on the whole cell: its back-substitution
                 exact = LeafRows(p.F, cube, p.forms, p.pairs, bounds[4])
                 if (w := p.witness(cube, mult, exact)) is not None:
@@ -604,11 +613,12 @@ class Search:
             for x in points:                   # exact evaluation only where the floats see a violation
                 if p.margin(x[None])[0] >= -MARGIN and self._confirm(p, k, x):
                     return None
-            i = self._branch(lo, hi, width0)
-            if (hi[i] - lo[i]) <= MIN_WIDTH * width0[i]:
-                self.out.verdict, self.out.reason = "unknown", f"disjunct {k}: a cell of width {hi[i] - lo[i]:.3g} " \
+            wide = [i for i in widest(lo, hi, width0) if hi[i] - lo[i] > MIN_WIDTH * width0[i]]
+            if not wide:
+                self.out.verdict, self.out.reason = "unknown", f"disjunct {k}: a cell of width {np.max(hi - lo):.3g} " \
                     "is still open (no exact witness closes it and no counterexample was found in it)"
                 return None
+            i = lookahead(wide[:LOOKAHEAD], lambda i: [p.least(*half) for half in halves(lo, hi, i)])
             c = (cube[i][0] + cube[i][1]) / 2
             below, above = list(cube), list(cube)
             below[i], above[i] = (cube[i][0], c), (c, cube[i][1])
@@ -617,12 +627,28 @@ class Search:
                 [(below, node["children"][0]), (above, node["children"][1])]
         return stack
 
-    @staticmethod
-    def _branch(lo, hi, width0) -> int:
-        """The coordinate to split: the widest relative to the box.  (The LP's dual weight on the box rows,
-        the rule before the leaves had back-substitutions, left ACAS Xu 3_1 prop_3 open after 60 s and 249
-        leaves; bisecting the widest closes it in 9.4 s and 32.)"""
-        return int(np.argmax((hi - lo) / np.where(width0 > 0, width0, 1)))
+
+def widest(lo: np.ndarray, hi: np.ndarray, width0: np.ndarray) -> list:
+    """The coordinates, widest relative to the box first.  (The LP's dual weight on the box rows, the rule
+    before the leaves had back-substitutions, left ACAS Xu 3_1 prop_3 open after 60 s and 249 leaves;
+    bisecting the widest closes it in 9.4 s and 32.)"""
+    return np.argsort(-(hi - lo) / np.where(width0 > 0, width0, 1), kind="stable").tolist()
+
+
+def halves(lo: np.ndarray, hi: np.ndarray, i: int) -> tuple:
+    """The cell [lo, hi] bisected at coordinate i: ``((lo, hi) below, (lo, hi) above)``."""
+    m = (lo[i] + hi[i]) / 2
+    return (lo, np.where(np.arange(len(hi)) == i, m, hi)), (np.where(np.arange(len(lo)) == i, m, lo), hi)
+
+
+def lookahead(coordinates: list, bounded) -> int:
+    """The split coordinate: of ``coordinates``, the one whose two halves the relaxation leaves fewest open,
+    then the one of the smaller largest bound, the first on ties; ``bounded(i)``: the halves' largest atom
+    bounds when split at i (below ``−MARGIN``: closed)."""
+    def score(i):
+        tops = bounded(i)
+        return sum(t >= -MARGIN for t in tops), max(tops)
+    return min(coordinates, key=score)
 
 
 SUBTREES = 4          # cells per worker waiting when the parallel search hands them out
