@@ -12,8 +12,9 @@ relaxation with HiGHS, as ``min t`` over ``g(v) + t ≥ 0``: when ``t* > 0`` the
 are such a witness.  They are rounded to dyadic rationals and the
 leaf is closed only when the checker's own exact test accepts them (``relax.infeasible``:
 the combination computed with ``fractions``, the gradient left by rounding taken at the variables'
-bounds); a witness that fails exactly splits the cell again.  A point the LP or the sampling proposes is a counterexample only once the exact
-model (``exactform.models``) puts it in the box and makes every atom true.
+bounds); a witness that fails exactly splits the cell again, at the coordinate whose halves the float
+bounds close best (``lookahead``).  A point the LP or the sampling proposes is a counterexample only once
+the exact model (``exactform.models``) puts it in the box and makes every atom true.
 """
 from __future__ import annotations
 
