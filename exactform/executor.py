@@ -69,14 +69,17 @@ def end_with_parent(parent: int, every: float = 0.5) -> None:
     threading.Thread(target=watch, name="end_with_parent", daemon=True).start()
 
 
-def ends_with_parent() -> None:
-    """``preexec_fn`` of a command a benchmark starts in a session of its own: the kernel kills it when the
-    benchmark ends, however it ends (Linux's ``PR_SET_PDEATHSIG``; elsewhere nothing); its workers follow
-    it (``end_with_parent``)."""
+def ends_with_parent(parent: int) -> None:
+    """``preexec_fn`` of a command a benchmark (process ``parent``) starts in a session of its own: the
+    kernel kills it when the benchmark ends, however it ends (Linux's ``PR_SET_PDEATHSIG``; elsewhere
+    nothing); its workers follow it (``end_with_parent``).  A parent gone before the request (between
+    fork and ``prctl``) would never signal: the process then ends itself."""
     if sys.platform == "linux":
         import ctypes
         import signal
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)          # 1: PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _worker_init(parent: int) -> None:

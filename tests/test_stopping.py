@@ -97,3 +97,15 @@ def test_a_killed_benchmark_leaves_no_instance_running(sig):
     (``executor.ends_with_parent``)."""
     job = subprocess.Popen([sys.executable, "-c", LIMITED], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert survivors(job, 1, sig) == []
+
+
+def test_an_instance_whose_benchmark_ended_before_it_asked_ends_itself():
+    """``executor.ends_with_parent`` asks the kernel for a signal when the parent ends; a parent already
+    gone when it asks (killed between fork and the request) would never send it, and the instance computed
+    on: it ends itself (SIGKILL) when its parent is not the benchmark that started it."""
+    r = subprocess.run([sys.executable, "-c", "import os; from exactform.executor import ends_with_parent; "
+                        "ends_with_parent(os.getppid() + 10**7); print('alive')"], env=ENV, capture_output=True, text=True)
+    assert r.returncode == -signal.SIGKILL and "alive" not in r.stdout
+    r = subprocess.run([sys.executable, "-c", "import os; from exactform.executor import ends_with_parent; "
+                        "ends_with_parent(os.getppid()); print('alive')"], env=ENV, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout == "alive\n"

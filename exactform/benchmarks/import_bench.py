@@ -12,6 +12,7 @@ Usage: ``python benchmarks/import_bench.py [NAME ...] [--step-timeout S]``.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import resource
 import signal
@@ -56,7 +57,7 @@ def run_step(argv: list[str], timeout: float) -> tuple[str, float, float, str]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-c", code, "--", *argv], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=ends_with_parent)
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=functools.partial(ends_with_parent, os.getpid()))
     try:
         out, _ = child.communicate(timeout=timeout)
         lines = out.strip().splitlines() or [""]

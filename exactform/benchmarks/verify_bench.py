@@ -154,9 +154,11 @@ def limited(argv: list[str], seconds: int, log: Path, cwd: Path | None = None) -
     """``(exit status, CPU s, wall s)`` of ``argv`` run with ``RLIMIT_CPU`` in its own process group
     (the group killed when a limit or signal stops it); the status is ``None`` when the process was stopped at
     a limit (``SIGXCPU``, or killed at the wall limit), negative when another signal ended it."""
+    parent = os.getpid()
+
     def limit():
         resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))
-        ends_with_parent()
+        ends_with_parent(parent)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     with open(log, "w") as out:
