@@ -373,3 +373,41 @@ def test_the_searches_run_one_blas_thread(tmp_path):
         outcome = compare(a, b, box, F(1, 20), progress=lambda *_: seen.append(blas()))
         after = blas()
     assert outcome.equal and seen and all(set(n) == {1} for n in seen) and set(after) == {2}, (seen, after)
+
+
+@pytest.mark.parametrize("kind", ["relu", "maxout rank 3", "transformer", "hardmax step"])
+def test_float_bounds_are_the_checkers_in_floating_point(kind):
+    """``Disjunct.bounds`` (each run of nodes bounded by one sparse product) is ``relax.node_bounds`` in
+    floating point: the same node bounds, gaps and pairs' h on random sub-boxes, for a ReLU net and its
+    rounded copy (paired units), Maxout units of up to three pieces, a net beside its compiled Transformer
+    and a Transformer whose hardmax nodes average tied tokens."""
+    import numpy as np
+    from test_equiv_maxdiff import step
+
+    from exactform.checker.relax import node_bounds
+    from exactform.construct.maxout_to_transformer import compile_maxout
+    from exactform.prove.verify import Disjunct
+    rng = random.Random(7)
+    a = random_net(rng, [2, 4, 4], max_rank=3, outputs=2) if kind == "maxout rank 3" else \
+        step() if kind == "hardmax step" else relu_net(rng, [2, 6, 6, 4], outputs=2)
+    b = compile_maxout(a) if kind == "transformer" else step() if kind == "hardmax step" else quantised(a, F(1, 5))
+    box = [(F(-1), F(1))] * 2
+    Fm = Forms(box)
+    outputs(Fm, read_model(a.to_json(), "a"))
+    mark = len(Fm.calls)
+    outputs(Fm, read_model(b.to_json(), "b"))
+    related = pairs(Fm, mark)
+    assert bool(related) == (kind in ("relu", "maxout rank 3"))
+    assert (kind == "hardmax step") == any(k != "max" for k, _ in Fm.nodes)
+    assert (kind == "maxout rank 3") == any(k == "max" and len(d) > 2 for k, d in Fm.nodes)
+    p = Disjunct(Fm, box, [], related)
+    for _ in range(6):
+        lo = [F(rng.randint(-8, 6), 8) for _ in box]
+        cube = [(l, min(l + F(rng.randint(1, 8), 8), F(1))) for l in lo]
+        L, U, gaps, _, _, hinges = p.bounds(*(np.array([float(e) for e in ends]) for ends in zip(*cube)))
+        exact, gaps_exact, _, hinges_exact = node_bounds(Fm, cube, related)
+        close = lambda x, q: abs(x - float(q)) <= 1e-9 * (1 + abs(float(q)))  # noqa: E731
+        assert all(close(L[z], lo_) and close(U[z], hi_) for z, (lo_, hi_) in enumerate(exact))
+        assert gaps.keys() == gaps_exact.keys() and hinges.keys() == hinges_exact.keys()
+        assert all(close(gaps[k][i], gaps_exact[k][i]) for k in gaps for i in (0, 1))
+        assert all(len(hinges[n]) == len(hinges_exact[n]) and all(map(close, hinges[n], hinges_exact[n])) for n in hinges)
