@@ -47,6 +47,15 @@ def node_values(Fm: Forms, x: list) -> dict:
     return v
 
 
+def paired_table(a, b, box: list) -> tuple[Forms, list]:
+    """The node table of A then B over ``box`` and the pairs of their units (``relax.pairs``)."""
+    Fm = Forms(box)
+    outputs(Fm, read_model(a.to_json(), "a"))
+    mark = len(Fm.calls)
+    outputs(Fm, read_model(b.to_json(), "b"))
+    return Fm, pairs(Fm, mark)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_every_row_holds_at_every_point(seed):
     """The rows of ``relax.LeafRows`` — node bounds, pieces, chords and the pairs' differential rows —
@@ -210,11 +219,7 @@ def test_stated_tightenings_hold_at_every_point():
         a = relu_net(rng, [2, 10, 10, 10, 10], outputs=2)
         b = quantised(a, F(1, 6 + seed))
         box = [(F(-1), F(1))] * 2
-        Fm = Forms(box)
-        outputs(Fm, read_model(a.to_json(), "a"))
-        mark = len(Fm.calls)
-        outputs(Fm, read_model(b.to_json(), "b"))
-        related = pairs(Fm, mark)
+        Fm, related = paired_table(a, b, box)
         rng.seed(part)
         cube = box if not part else [(lo, min(lo + F(rng.randint(2, 8), 8), F(1))) for lo in
                                      (F(rng.randint(-8, 4), 8) for _ in box)]
@@ -392,11 +397,7 @@ def test_float_bounds_are_the_checkers_in_floating_point(kind):
         step() if kind == "hardmax step" else relu_net(rng, [2, 6, 6, 4], outputs=2)
     b = compile_maxout(a) if kind == "transformer" else step() if kind == "hardmax step" else quantised(a, F(1, 5))
     box = [(F(-1), F(1))] * 2
-    Fm = Forms(box)
-    outputs(Fm, read_model(a.to_json(), "a"))
-    mark = len(Fm.calls)
-    outputs(Fm, read_model(b.to_json(), "b"))
-    related = pairs(Fm, mark)
+    Fm, related = paired_table(a, b, box)
     assert bool(related) == (kind in ("relu", "maxout rank 3"))
     assert (kind == "hardmax step") == any(k != "max" for k, _ in Fm.nodes)
     assert (kind == "maxout rank 3") == any(k == "max" and len(d) > 2 for k, d in Fm.nodes)

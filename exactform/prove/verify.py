@@ -300,10 +300,6 @@ class Disjunct:
         disjunct there)."""
         return min((self.atom_plan(j, bounds) for j in range(len(self.forms))), key=lambda plan: plan[0], default=(0.0, None, None))
 
-    def least(self, lo: np.ndarray, hi: np.ndarray) -> float:
-        """The least atom bound on the cell [lo, hi] (``least_plan``; negative: the cell closes in floats)."""
-        return self.least_plan(self.bounds(lo, hi, tighten=True))[0]
-
     def bounds(self, lo: np.ndarray, hi: np.ndarray, tighten: bool = False) -> tuple:
         """``relax.node_bounds`` in floating point (no outward rounding: a guide only): ``(L, U, gaps,
         dfns, tight, hinges)``; with ``tighten``, each two-piece node's gap and pair's h met with its
@@ -585,14 +581,15 @@ class Search:
     def _expand(self, p: Disjunct, k: int, cells: list, wait: int | None = None) -> list | None:
         """Close or split ``cells`` (``[(cube, tree node)]``, the node filled in place): depth first to
         the end, or with ``wait``, breadth first until that many cells wait (returned); None when a
-        counterexample was found (``out``) or a cell could be neither closed nor split (unknown)."""
+        counterexample was found (``out``) or a cell could be neither closed nor split (unknown).  A split
+        cell's halves carry the float bounds the look-ahead computed for them."""
         width0 = np.array([float(hi - lo) for lo, hi in p.cube])
-        stack = list(cells)
+        stack = [(cube, node, None) for cube, node in cells]
         while stack and (wait is None or len(stack) < wait):
             self._tick()
-            cube, node = stack.pop() if wait is None else stack.pop(0)
+            cube, node, bounds = stack.pop() if wait is None else stack.pop(0)
             lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
-            bounds = p.bounds(lo, hi, tighten=True)
+            bounds = bounds or p.bounds(lo, hi, tighten=True)
             exact = None                       # the leaf's rows with its back-substitutions, built when first tried
             top, mult, _ = p.least_plan(bounds)
             if top < -MARGIN:                  # one atom is false on the whole cell: its back-substitution
@@ -619,14 +616,15 @@ class Search:
                 self.out.verdict, self.out.reason = "unknown", f"disjunct {k}: a cell of width {np.max(hi - lo):.3g} " \
                     "is still open (no exact witness closes it and no counterexample was found in it)"
                 return None
-            i = lookahead(wide[:LOOKAHEAD], lambda i: [p.least(*half) for half in halves(lo, hi, i)])
-            c = (cube[i][0] + cube[i][1]) / 2
+            mid = {i: (cube[i][0] + cube[i][1]) / 2 for i in wide[:LOOKAHEAD]}
+            ahead = {i: [p.bounds(*half, tighten=True) for half in halves(lo, hi, i, float(c))] for i, c in mid.items()}
+            i = lookahead(list(mid), lambda i: [p.least_plan(b)[0] for b in ahead[i]])
             below, above = list(cube), list(cube)
-            below[i], above[i] = (cube[i][0], c), (c, cube[i][1])
-            node.update(split=i, at=format_rational(c), children=[{}, {}])
-            stack += [(above, node["children"][1]), (below, node["children"][0])] if wait is None else \
-                [(below, node["children"][0]), (above, node["children"][1])]
-        return stack
+            below[i], above[i] = (cube[i][0], mid[i]), (mid[i], cube[i][1])
+            node.update(split=i, at=format_rational(mid[i]), children=[{}, {}])
+            halved = [(below, node["children"][0], ahead[i][0]), (above, node["children"][1], ahead[i][1])]
+            stack += halved[::-1] if wait is None else halved
+        return [(cube, node) for cube, node, _ in stack]
 
 
 def widest(lo: np.ndarray, hi: np.ndarray, width0: np.ndarray) -> list:
@@ -636,9 +634,8 @@ def widest(lo: np.ndarray, hi: np.ndarray, width0: np.ndarray) -> list:
     return np.argsort(-(hi - lo) / np.where(width0 > 0, width0, 1), kind="stable").tolist()
 
 
-def halves(lo: np.ndarray, hi: np.ndarray, i: int) -> tuple:
-    """The cell [lo, hi] bisected at coordinate i: ``((lo, hi) below, (lo, hi) above)``."""
-    m = (lo[i] + hi[i]) / 2
+def halves(lo: np.ndarray, hi: np.ndarray, i: int, m: float) -> tuple:
+    """The cell [lo, hi] cut at x_i = m: ``((lo, hi) below, (lo, hi) above)``."""
     return (lo, np.where(np.arange(len(hi)) == i, m, hi)), (np.where(np.arange(len(lo)) == i, m, lo), hi)
 
 
