@@ -641,11 +641,13 @@ def halves(lo: np.ndarray, hi: np.ndarray, i: int, m: float) -> tuple:
 
 def lookahead(coordinates: list, bounded) -> int:
     """The split coordinate: of ``coordinates``, the one whose two halves the relaxation leaves fewest open,
-    then the one of the smaller largest bound, the first on ties; ``bounded(i)``: the halves' largest atom
-    bounds when split at i (below ``−MARGIN``: closed)."""
+    then the one of the smaller sum of the halves' bounds, the first on ties; ``bounded(i)``: the halves'
+    largest atom bounds when split at i (below ``−MARGIN``: closed).  By the worse half alone, a coordinate
+    that leaves both halves as open as the cell won over one that nearly closes a half, again and again
+    (ACAS Xu 3_1 on φ1: 2,168+ leaves against 257)."""
     def score(i):
         tops = bounded(i)
-        return sum(t >= -MARGIN for t in tops), max(tops)
+        return sum(t >= -MARGIN for t in tops), sum(tops)
     return min(coordinates, key=score)
 
 
