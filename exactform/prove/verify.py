@@ -644,7 +644,8 @@ def lookahead(coordinates: list, bounded) -> int:
     then the one of the smaller sum of the halves' bounds, the first on ties; ``bounded(i)``: the halves'
     largest atom bounds when split at i (below ``−MARGIN``: closed).  By the worse half alone, a coordinate
     that leaves both halves as open as the cell won over one that nearly closes a half, again and again
-    (ACAS Xu 3_1 on φ1: 2,168+ leaves against 257)."""
+    (ACAS Xu 3_1 on φ1: 2,168+ leaves against 257).  The relaxation gives a closed half −∞: of the splits
+    that close one half, the first then wins."""
     def score(i):
         tops = bounded(i)
         return sum(t >= -MARGIN for t in tops), sum(tops)
