@@ -166,3 +166,14 @@ def test_a_rejected_certificate_or_a_false_counterexample_is_a_miss(tmp_path, ca
         (row,) = json.loads((tmp_path / mode / "equiv_regions.json").read_text())["rows"]
         assert (row["verdict"], row["checked"]) == (verdict, "no")
         assert f"miss: 1_1 φ1 ε=1/20: {verdict}" in capsys.readouterr().out
+
+
+def test_the_check_uses_the_work_bound_equiv_reports(tmp_path, monkeypatch):
+    """A certificate beyond the harness's own ``--max-work`` (lowered to 10 here) is checked with the bound
+    ``equiv --json`` reports for it (``check_work``, the checker's figure), not refused."""
+    from exactform.benchmarks import verify_bench
+    monkeypatch.setattr(verify_bench, "CHECK_WORK", "10")
+    assert er.main(["--networks", "1_1", "--properties", "1", "--epsilons", "1/20", "--scale", "1/1000",
+                    "--timeout", "60", "--results", str(tmp_path), "--no-pairs"]) == 0
+    (row,) = json.loads((tmp_path / "equiv_regions.json").read_text())["rows"]
+    assert (row["verdict"], row["checked"]) == ("proved", "yes")

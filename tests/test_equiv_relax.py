@@ -423,3 +423,22 @@ def test_the_split_that_makes_progress_on_one_half_is_preferred():
     tops = {0: [5.0, 0.1], 1: [4.9, 4.9], 2: [5.0, -1.0]}
     assert lookahead([0, 1], tops.__getitem__) == 0
     assert lookahead([0, 1, 2], tops.__getitem__) == 2        # fewest open halves first
+
+
+def test_the_json_says_the_work_bound_that_checks_the_certificate(tmp_path, capsys, monkeypatch):
+    """``equiv --cert --json`` reports ``check_work``, the checker's own figure for the certificate it wrote:
+    ``check --max-work`` at that figure accepts it, one below refuses it (exit 2) before any arithmetic."""
+    from exactform.checker import cost
+    from exactform.cli import main
+    monkeypatch.setattr(cost, "LIMIT", [cost.MAX_WORK])         # the run's bound, which check --max-work sets
+    from exactform.formats import write_json
+    a = relu_net(random.Random(5), [2, 4, 4], outputs=1)
+    for name, net in (("a", a), ("b", quantised(a, F(1, 64)))):
+        write_json(tmp_path / f"{name}.json", net.to_json())
+    cert = tmp_path / "c.json"
+    assert main(["equiv", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--tolerance", "1", "--cert", str(cert),
+                 "--json"]) == 0
+    needed = json.loads(capsys.readouterr().out)["check_work"]
+    assert type(needed) is int and needed > 0
+    assert main(["check", str(cert), "--max-work", str(needed)]) == 0
+    assert main(["check", str(cert), "--max-work", str(needed - 1)]) == 2

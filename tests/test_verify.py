@@ -112,6 +112,8 @@ def proved(tmp_path_factory):
     r = cli("verify", net, prop, "--cert", tmp / "c.json", "--json")
     out = json.loads(r.stdout)
     assert r.returncode == 0 and out["verdict"] == "unsat" and out["certificate"] == str(tmp / "c.json")
+    from exactform.prove.verify import check_work
+    assert out["check_work"] == check_work(load(tmp / "c.json")) > 0         # the bound that checks it (below)
     return net, prop, tmp / "c.json"
 
 

@@ -50,7 +50,7 @@ from pathlib import Path
 from exactform.benchmarks.equiv_bench import quantised, float16
 from exactform.benchmarks.regions_bench import sawtooth
 from exactform.benchmarks.timing import table
-from exactform.benchmarks.verify_bench import CHECK_WORK, DATA, NETWORKS, last_json, tail, limited
+from exactform.benchmarks.verify_bench import DATA, NETWORKS, check_bound, last_json, tail, limited
 from exactform.formats import write_json
 from exactform.importers import import_network
 from exactform.importers.vnnlib import read_property
@@ -148,7 +148,7 @@ def run_instance(a: MaxoutNet, b: MaxoutNet, epsilon: str, folder: Path, exactfo
         return row
     row.verdict, row.cert_bytes = "proved", files["cert"].stat().st_size
     code, row.check_cpu_s, _ = limited(exactform + ["check", str(files["cert"]), "--a", str(files["a"]), "--b", str(files["b"]),
-                                                    "--max-work", CHECK_WORK], 4 * timeout, folder / "check.log")
+                                                    "--max-work", check_bound(doc)], 4 * timeout, folder / "check.log")
     row.checked, row.check_cpu_s = "yes" if code == 0 else "no", round(row.check_cpu_s, 3)
     if code != 0:
         row.note = "certificate rejected: " + tail((folder / "check.log").read_text(errors="replace"))

@@ -92,6 +92,12 @@ class Result:
 
 # --- instances ------------------------------------------------------------------------------------
 
+def check_bound(doc: dict) -> str:
+    """The ``check --max-work`` for a certificate whose writer printed ``doc``: its ``check_work`` (the
+    checker's own figure), never below ``CHECK_WORK``."""
+    return str(max(int(float(CHECK_WORK)), doc.get("check_work") or 0))
+
+
 def acasxu(props: set[int] | None, count: int | None) -> list[Instance]:
     """The VNN-COMP instances (``instances.csv``), those of ``props``, ``count`` of them evenly spread."""
     rows = []
@@ -199,7 +205,7 @@ def run_exactform(inst: Instance, tmp: Path, exactform: list[str], workers: int)
         return Result("error", cpu, wall, note=f"verdict {verdict!r} with exit status {code}")
     if verdict == "unsat":
         try:
-            checked = subprocess.run(exactform + ["check", str(cert), "--max-work", CHECK_WORK], capture_output=True,
+            checked = subprocess.run(exactform + ["check", str(cert), "--max-work", check_bound(doc)], capture_output=True,
                                      text=True, timeout=WALL_FACTOR * inst.timeout + WALL_GRACE)
         except subprocess.TimeoutExpired:
             return Result(verdict, cpu, wall, "no", "exactform check did not finish")

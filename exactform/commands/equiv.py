@@ -92,12 +92,12 @@ def run(args) -> int:
         holds, claim_tolerance = outcome.equal, tolerance
     stats = (f"{outcome.leaves} leaves, {outcome.splits} splits, {outcome.pruned} pruned (leaves without an LP, or the box), "
              f"{outcome.nodes} nodes, {seconds:.2f} s")
-    written = None
+    written = needed = None
     if holds and args.cert:
         tree = outcome.tree if not args.max_diff else compare(a, b, box, claim_tolerance).tree
         write_text(args.cert, document := canonical_json(certificate(a, b, box, claim_tolerance, tree)))
         written = args.cert
-        note_work(args.cert, check_work(a, b, tree, box))
+        needed = note_work(args.cert, check_work(a, b, tree, box))
         if (size := len(document.encode())) > reader.MAX_BYTES:
             print(f"exactform: warning: {args.cert} is {size} bytes, beyond the checker's file limit of {reader.MAX_BYTES} "
                   "(docs/spec.md §6.1): `exactform check` refuses it; its leaves were checked here by the checker's code",
@@ -113,7 +113,7 @@ def run(args) -> int:
         if outcome.point is not None:
             doc |= {"point": text(outcome.point), "a": text(outcome.a), "b": text(outcome.b)}
         if written:
-            doc["certificate"] = written
+            doc["certificate"], doc["check_work"] = written, needed
         print(json.dumps(doc, sort_keys=True))
     else:
         if args.max_diff:

@@ -112,20 +112,20 @@ def run(args) -> int:
                      executor, eps)
     except ExecutorError as e:
         return lost_work("verify", e)
-    written, ce = None, None
+    written, ce, needed = None, None, None
     if out.verdict == "unsat" and args.cert:
         sources = {"net": {"file": Path(args.net).name, "sha256": sha256_file(args.net)},
                    "property": {"file": Path(args.property).name, "sha256": sha256_file(args.property)}}
         write_json(args.cert, cert := certificate(doc, prop, out.trees, sources, c5))
         written = args.cert
-        note_work(args.cert, check_work(cert))
+        needed = note_work(args.cert, check_work(cert))
     if out.verdict == "sat":
         ce = {"X": [format_rational(v) for v in out.x], "Y": [format_rational(v) for v in out.y]}
         if args.counterexample:
             write_text(args.counterexample, counterexample_text(out.x, out.y))
     seconds = time.perf_counter() - start
     if args.json:
-        print(json.dumps({"verdict": out.verdict, "seconds": round(seconds, 3), "certificate": written,
+        print(json.dumps({"verdict": out.verdict, "seconds": round(seconds, 3), "certificate": written, "check_work": needed,
                           "counterexample": ce, "leaves": out.leaves, "lps": out.lps, "inexact_witnesses": out.inexact,
                           "reason": out.reason or None},
                          sort_keys=True))
