@@ -1,5 +1,5 @@
 """Running any sub-command but the fast path of ``check`` (see ``cli``).  Exit codes: 0 proved/done,
-1 refuted, a failed check or stopped by ``--timeout``, 2 bad input or usage, 141 when the reader of
+1 refuted, a failed check or stopped by ``--timeout`` or a CPU-time limit (``SIGXCPU``), 2 bad input or usage, 141 when the reader of
 stdout closed it (``| head``), 137 when native code held on past ``--timeout`` + ``GRACE``.  Bad input is one line, never a traceback.
 
 Only the standard library is imported here; a command imports only its own module
@@ -28,8 +28,13 @@ otherwise read as an option: ``main`` rewrites ``--domain -1:1`` to ``--domain=-
 
 
 class Stopped(BaseException):
-    """Raised by the ``--timeout`` alarm.  A ``BaseException``, like ``KeyboardInterrupt``, so
-    that no ``except Exception`` in a reader turns it into an input error."""
+    """Raised by the ``--timeout`` alarm, or at a CPU-time limit (``SIGXCPU``: ``ulimit -t``, ``RLIMIT_CPU``;
+    the message says which).  A ``BaseException``, like ``KeyboardInterrupt``, so that no ``except
+    Exception`` in a reader turns it into an input error."""
+
+
+def _cpu_limit(signum, frame):
+    raise Stopped("at the CPU-time limit (SIGXCPU)")
 
 
 def command_modules() -> list[str]:
@@ -153,17 +158,19 @@ def main(argv: list[str]) -> int:
     seconds = getattr(args, "global_timeout", None)
     written = getattr(sys.modules.get(f"{__package__}.formats"), "WRITTEN", [])
     written.clear()
+    cpu = threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGXCPU")
+    old = signal.signal(signal.SIGXCPU, _cpu_limit) if cpu else None
     try:
         outputs_apart(args)
         with _deadline(seconds):
             code = args.run(args)
             sys.stdout.flush()
             return code
-    except Stopped:
+    except Stopped as e:
         _deadline.end_guard()      # the one-shot alarm may have fired inside __exit__, before it ended the guard
         done = sorted(set(getattr(sys.modules.get(f"{__package__}.formats"), "WRITTEN", [])))
         what = f"wrote only {', '.join(done)} before it" if done else "nothing written"
-        print(f"exactform: stopped after {seconds:g} s (--timeout): {what}", file=sys.stderr)
+        print(f"exactform: stopped {str(e) or f'after {seconds:g} s (--timeout)'}: {what}", file=sys.stderr)
         return 1
     except InputError as e:
         print(f"exactform: error: {e}", file=sys.stderr)
@@ -171,6 +178,9 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("exactform: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if cpu:
+            signal.signal(signal.SIGXCPU, old)
 
 
 class _deadline:

@@ -51,15 +51,23 @@ class Stages:
 
 
 class Count:
-    """``with Count("cells") as count: ... count()`` once per item (``count(n)``: n items) of a stream of unknown length:
-    a bar on a terminal once a run has taken a second, nothing otherwise."""
+    """``with Count("cells") as count: ... count()`` once per item (``count(n)``: n items) of a stream of unknown length,
+    ``count(0, v)`` when a part v of the whole is done (a fraction, in floats: shown, never decided on; ``part``
+    names it): a bar on a terminal once a run has taken a second, nothing otherwise; ``so_far()`` says both in words."""
 
-    def __init__(self, unit: str):
+    def __init__(self, unit: str, part: str = "done"):
+        self.unit, self.what, self.n, self.part = unit, part, 0, 0.0
         self.bar = tqdm(unit=f" {unit}", file=sys.stderr, leave=False, dynamic_ncols=True, delay=1.0,
                         disable=not sys.stderr.isatty())
 
-    def __call__(self, n: int = 1) -> None:
+    def __call__(self, n: int = 1, part: float = 0.0) -> None:
+        self.n, self.part = self.n + n, self.part + part
+        if part:
+            self.bar.set_postfix_str(f"{100 * self.part:.1f}% {self.what}", refresh=False)
         self.bar.update(n)
+
+    def so_far(self) -> str:
+        return f"{self.n} {self.unit} searched, {100 * self.part:.1f}% {self.what}"
 
     def __enter__(self) -> "Count":
         return self

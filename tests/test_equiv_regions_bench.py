@@ -177,3 +177,12 @@ def test_the_check_uses_the_work_bound_equiv_reports(tmp_path, monkeypatch):
                     "--timeout", "60", "--results", str(tmp_path), "--no-pairs"]) == 0
     (row,) = json.loads((tmp_path / "equiv_regions.json").read_text())["rows"]
     assert (row["verdict"], row["checked"]) == ("proved", "yes")
+
+
+def test_a_timeout_row_says_how_far_the_search_got(tmp_path):
+    """At the CPU limit (SIGXCPU) equiv stops itself and says how far it got; the row's note carries it."""
+    assert er.main(["--networks", "1_1", "--properties", "1", "--epsilons", "1/20", "--timeout", "6",
+                    "--results", str(tmp_path), "--no-pairs"]) == 0
+    (row,) = json.loads((tmp_path / "equiv_regions.json").read_text())["rows"]
+    assert row["verdict"] == "timeout" and row["checked"] == "-"
+    assert row["note"].startswith("stopped at the limit (") and "cells searched" in row["note"], row["note"]

@@ -167,15 +167,19 @@ def test_workers_give_the_same_tree(monkeypatch):
     as one process, and the checker accepts it."""
     import exactform.prove.equiv as search
     from exactform.executor import make_executor
+    from exactform.progress import Count
     monkeypatch.setattr(search, "RELAXED_SUBTREES", 2)
     a, b, box = acas(None)
     box = [(lo - 4 * (hi - lo), hi + 4 * (hi - lo)) for lo, hi in box]
     trees = []
     for workers in (1, 2):
-        with make_executor(workers, None) as executor:
-            outcome = compare(a, b, box, F(1, 20), executor=executor)
+        with make_executor(workers, None) as executor, Count("cells") as count:
+            outcome = compare(a, b, box, F(1, 20), executor=executor, progress=count)
         assert outcome.equal
         trees.append(json.dumps(outcome.tree))
+        leaves = [n for n in _nodes(outcome.tree) if "children" not in n]
+        assert all("relaxed" in n for n in leaves)             # every leaf relaxed: together, the whole box
+        assert abs(count.part - 1) < 1e-9 and count.n >= len(leaves)
     assert trees[0] == trees[1] and trees[0].count('"relaxed"') > 1
     cert = json.loads(json.dumps(certificate(a, b, box, F(1, 20), json.loads(trees[1]))))
     assert check_equiv.check(cert, "c").startswith("|A(x) - B(x)|_inf <= 1/20")
@@ -442,3 +446,31 @@ def test_the_json_says_the_work_bound_that_checks_the_certificate(tmp_path, caps
     assert type(needed) is int and needed > 0
     assert main(["check", str(cert), "--max-work", str(needed)]) == 0
     assert main(["check", str(cert), "--max-work", str(needed - 1)]) == 2
+
+
+@pytest.mark.parametrize("limit", ["--timeout", "RLIMIT_CPU"])
+def test_a_stopped_search_says_how_far_it_got(tmp_path, limit):
+    """``equiv`` stopped by ``--timeout`` or at a CPU-time limit (``ulimit -t``: SIGXCPU) exits 1 with one
+    line saying why, one saying how far the search got (cells, and the box's share in closed relaxed
+    leaves), no traceback and no certificate (ACAS Xu 1_1 on the whole φ1 region takes ~50 CPU s)."""
+    import re
+    import resource
+    import subprocess
+    import sys
+    from exactform.benchmarks import equiv_regions as er
+    a, b = er.pair(ROOT / "data/acasxu/ACASXU_run2a_1_1_batch_2000.onnx", er.region(1), [0])
+    for name, net in (("a", a), ("b", b)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(net.to_json()))
+    argv = [sys.executable, "-m", "exactform", "equiv", str(tmp_path / "a.json"), str(tmp_path / "b.json"),
+            "--domain", er.domain_text(list(zip(a.domain.lower, a.domain.upper))), "--tolerance", "1/20",
+            "--cert", str(tmp_path / "c.json")]
+    cpu = lambda: resource.setrlimit(resource.RLIMIT_CPU, (8, 30))  # noqa: E731
+    done = subprocess.run(argv + (["--timeout", "6"] if limit == "--timeout" else []), capture_output=True, text=True,
+                          preexec_fn=cpu if limit == "RLIMIT_CPU" else None, timeout=120)
+    why = "after 6 s (--timeout)" if limit == "--timeout" else "at the CPU-time limit (SIGXCPU)"
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"exactform: stopped {why}: nothing written" in done.stderr
+    far = re.search(r"equiv: when stopped: (\d+) cells searched, (\d+\.\d)% of the box's volume in closed relaxed leaves",
+                    done.stderr)
+    assert far and int(far[1]) >= 1 and 0 <= float(far[2]) < 100
+    assert not (tmp_path / "c.json").exists()

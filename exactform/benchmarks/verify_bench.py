@@ -194,9 +194,9 @@ def run_exactform(inst: Instance, tmp: Path, exactform: list[str], workers: int)
                                            "--counterexample", str(ce), "--timeout", str(WALL_FACTOR * inst.timeout),
                                            "--workers", str(workers), "--json"], inst.timeout, log)
     printed = log.read_text(errors="replace")
-    if code is None:
-        return Result("timeout", cpu, wall, note="stopped at the limit")
     doc = last_json(printed)
+    if code is None or (code == 1 and doc is None and "exactform: stopped" in printed):
+        return Result("timeout", cpu, wall, note="stopped at the limit")
     if doc is None or "verdict" not in doc:
         return Result("error", cpu, wall, note=tail(printed))
     verdict = doc["verdict"]

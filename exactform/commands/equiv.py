@@ -59,6 +59,7 @@ def run(args) -> int:
     from ..models.box import domain_box, parse_domain
     from ..numbers import RationalSyntaxError, format_rational, parse_rational
     from ..prove.equiv import certificate, check_work, compare
+    from ..deadline import Stopped
     from ..progress import Count
 
     start = time.perf_counter()
@@ -76,10 +77,14 @@ def run(args) -> int:
     domain = domain_box(pairs, ma.input_dim)
     box = list(zip(domain.lower, domain.upper))
     a, b = ma.to_json(), mb.to_json()
+    count = Count("cells", "of the box's volume in closed relaxed leaves")
     try:
-        with make_executor(args.workers, args.scheduler) as executor, Count("cells") as count:
+        with make_executor(args.workers, args.scheduler) as executor, count:
             outcome = compare(a, b, box, tolerance, args.max_diff, prune=args.max_diff or not args.cert,
                               executor=executor, progress=count)
+    except Stopped:
+        print(f"exactform: equiv: when stopped: {count.so_far()}", file=sys.stderr)
+        raise
     except Unsupported as e:
         raise InputError(args.a if str(e).startswith("A") else args.b, "", str(e)[3:]) from None
     except ExecutorError as e:

@@ -355,10 +355,10 @@ class Search:
                 self.context = pickle.dumps(self.context)
             done = executor.map(functools.partial(_relaxed_task, self.context),
                                 [(c, cube, prune) for c, cube, _, _ in waiting])
-            for (_, _, slot, n), (tree, point, leaves, splits) in zip(waiting, done):
+            for (_, _, slot, n), (tree, point, leaves, splits, closed) in zip(waiting, done):
                 out.leaves, out.splits = out.leaves + leaves, out.splits + splits
                 if progress:
-                    progress(leaves + splits)
+                    progress(leaves + splits, closed)
                 if point is not None:
                     out.equal, out.point = False, point
                     return
@@ -387,14 +387,14 @@ class Search:
         return True
 
     def relaxed_subtree(self, cons: list, cube: list, prune: bool = False) -> tuple:
-        """``(tree, point, leaves, splits)`` of the relaxation (and the cell search where it stops) on one
-        cell, for a worker."""
+        """``(tree, point, leaves, splits, closed)`` of the relaxation (and the cell search where it stops) on one
+        cell, for a worker; ``closed``: its relaxed leaves' share of the box's volume."""
         r = self._relaxation()
         root, left, _ = r.run(cons, cube)
         self.outcome = Outcome(True)
         if r.point is None and not self.fill(left, prune):
-            return None, self.outcome.point, r.leaves + self.outcome.leaves, r.splits + self.outcome.splits
-        return root[0], r.point, r.leaves + self.outcome.leaves, r.splits + self.outcome.splits
+            return None, self.outcome.point, r.leaves + self.outcome.leaves, r.splits + self.outcome.splits, r.closed
+        return root[0], r.point, r.leaves + self.outcome.leaves, r.splits + self.outcome.splits, r.closed
 
     def probe(self) -> Tally:
         """The largest exact |A − B|∞ (``exactform.models``, one batch per model) at the box's centre,

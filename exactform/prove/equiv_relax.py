@@ -40,7 +40,12 @@ class Relaxed:
         known = {b: (j, a, s, t) for j, (a, s, b, t, _, _) in enumerate(self.p.pairs)}
         self.reads = [through(f, known) for f in atoms]         # each atom: (rest, [(pair, coefficient)])
         self.leaves = self.splits = 0
+        self.closed = 0.0                                     # the leaves' share of the box's volume (floats: shown only)
         self.point: list | None = None
+
+    def share(self, cube: list) -> float:
+        """The cube's volume over the box's, in floats (a flat side counts as whole)."""
+        return float(np.prod([float(hi - lo) / float(H - L) for (lo, hi), (L, H) in zip(cube, self.box) if H > L]))
 
     def direct(self, j: int) -> np.ndarray:
         """Float multipliers for atom j: its row, and each pair it reads with the row bounding that
@@ -72,7 +77,8 @@ class Relaxed:
         ``cons``) with relaxed leaves, and the cells ``[(cons, cube, slot, index)]`` left open (each
         slot[index] to be filled by the cell search, the root's own slot included) and, with ``wait``,
         those still waiting when that many did (expanded breadth first; depth first to the end without);
-        stopped when ``point`` (|A − B|∞ > ε, exact) was found.  ``progress()``: once per cell."""
+        stopped when ``point`` (|A − B|∞ > ε, exact) was found.  ``progress()``: once per cell, and
+        ``progress(0, v)`` when a leaf closes v of the box's volume."""
         p, width0 = self.p, np.array([float(hi - lo) for lo, hi in self.box])
         root, left = [None], []
         stack = [(cons, cube, root, 0, None)]
@@ -86,6 +92,9 @@ class Relaxed:
             leaf = self._close(cube, plans, bounds[4]) if top is None else None
             if leaf is not None:
                 self.leaves += 1
+                self.closed += (v := self.share(cube))
+                if progress:
+                    progress(0, v)
                 slot[n] = leaf
                 continue
             lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
