@@ -34,6 +34,9 @@ class Stopped(BaseException):
 
 
 def _cpu_limit(signum, frame):
+    """The first ``SIGXCPU`` stops the command; the kernel repeats it once per CPU second until the hard
+    limit, so the rest are ignored (else one would kill the process while it reports, or exits)."""
+    signal.signal(signal.SIGXCPU, signal.SIG_IGN)
     raise Stopped("at the CPU-time limit (SIGXCPU)")
 
 
@@ -179,7 +182,7 @@ def main(argv: list[str]) -> int:
         print("exactform: interrupted", file=sys.stderr)
         return 130
     finally:
-        if cpu:
+        if cpu and signal.getsignal(signal.SIGXCPU) is _cpu_limit:      # not reached: as it was
             signal.signal(signal.SIGXCPU, old)
 
 

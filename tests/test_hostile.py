@@ -451,6 +451,22 @@ def test_timeout_stops_with_one_line_and_nothing_written(work):
         assert sorted(p.name for p in Path(d).iterdir()) == ["big.json", "tf.json"]
 
 
+def test_the_cpu_limit_stops_once_and_the_process_lives_on(work):
+    """The kernel repeats ``SIGXCPU`` once per CPU second past the soft limit: the first stops the command
+    (exit 1, one line), the rest must not kill the process while it reports or exits."""
+    import subprocess
+
+    import nets
+    net = Path(work) / "big.json"
+    net.write_text(json.dumps(nets.random_net(random.Random(3), [6, 10, 10], 3).to_json()))
+    child = (f"import resource, sys, time\nresource.setrlimit(resource.RLIMIT_CPU, (2, 30))\n"
+             f"from exactform.cli import main\ncode = main(['regions', {str(net)!r}])\n"
+             f"t = time.process_time()\nwhile time.process_time() < t + 3: pass\nprint('alive', code)")
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "alive 1", (done.returncode, done.stderr)
+    assert done.stderr.strip() == "exactform: stopped at the CPU-time limit (SIGXCPU): nothing written"
+
+
 def test_domain_with_a_leading_minus_for_every_command(work):
     from exactform.deadline import normalise_argv
     assert normalise_argv(["cpwl", "x", "--domain", "-1:1", "-o", "n.json"]) == ["cpwl", "x", "--domain=-1:1", "-o", "n.json"]
