@@ -460,6 +460,7 @@ def test_the_cpu_limit_stops_once_and_the_process_lives_on(work):
     net = Path(work) / "big.json"
     net.write_text(json.dumps(nets.random_net(random.Random(3), [6, 10, 10], 3).to_json()))
     child = (f"import resource, sys, time\nresource.setrlimit(resource.RLIMIT_CPU, (2, 30))\n"
+             f"resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
              f"from exactform.cli import main\ncode = main(['regions', {str(net)!r}])\n"
              f"t = time.process_time()\nwhile time.process_time() < t + 3: pass\nprint('alive', code)")
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)

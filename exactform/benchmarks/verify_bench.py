@@ -164,6 +164,7 @@ def limited(argv: list[str], seconds: int, log: Path, cwd: Path | None = None) -
 
     def limit():
         resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))       # a stopped child leaves no core file
         ends_with_parent(parent)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
