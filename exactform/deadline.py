@@ -73,7 +73,7 @@ def _requested(argv: list[str]) -> str | None:
     return None
 
 
-EXIT_CODES = ("exit codes: 0 proved / done; 1 refuted, a failed check, or stopped by --timeout; 2 bad input or "
+EXIT_CODES = ("exit codes: 0 proved / done; 1 refuted, a failed check, or stopped by --timeout or a CPU-time limit; 2 bad input or "
               "usage (one line, nothing written); 130 interrupted; 137 native code held on past --timeout; "
               "141 stdout closed (| head)")
 

@@ -55,11 +55,11 @@ def _models(paths: list[str], pairs):
 def run(args) -> int:
     from ..checker.equiv import Unsupported
     from ..checker import reader
+    from ..deadline import Stopped
     from ..formats import InputError, canonical_json, write_text
     from ..models.box import domain_box, parse_domain
     from ..numbers import RationalSyntaxError, format_rational, parse_rational
     from ..prove.equiv import certificate, check_work, compare
-    from ..deadline import Stopped
     from ..progress import Count
 
     start = time.perf_counter()
