@@ -32,7 +32,7 @@ EXTRAS = {"onnx": "onnx", "onnxruntime": "onnx", "onnxscript": "onnx", "torch": 
 """The optional dependencies and the extra (``pyproject.toml``) that installs each."""
 
 
-NETWORK_MODULES = {".onnx": "onnx", ".pt": "torch", ".pth": "torch"}
+NETWORK_MODULES = {".onnx": "onnx", ".pt": "torch", ".pth": "torch", ".pt2": "torch"}
 """The optional module each kind of network file needs (``.nnet`` and JSON need none)."""
 
 

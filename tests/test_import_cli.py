@@ -316,3 +316,20 @@ def test_the_torchscript_exporters_graph_dump_never_reaches_the_terminal(tmp_pat
     r = cli("import", tmp_path / "p.pt", "--domain", "0:1", "--input-shape", "1,1,4,4", "-o", tmp_path / "p.json")
     assert r.returncode == 0, r.stderr
     assert "Torch IR" not in r.stdout + r.stderr and r.stdout.startswith("imported ") and not r.stderr
+
+
+@pytest.mark.parametrize("hidden, suffix, extra", [("onnx", ".onnx", "onnx"), ("torch", ".pt", "torch")])
+def test_without_the_extra_an_import_names_it_in_one_line(tmp_path, hidden, suffix, extra):
+    """A default install (no extras): one line naming ``exactform[EXTRA]``, exit 2, nothing written."""
+    import subprocess
+    import sys
+    net = tmp_path / f"net{suffix}"
+    net.write_bytes(b"not read")
+    out = tmp_path / "net.json"
+    script = (f"import sys; sys.modules[{hidden!r}] = None; from exactform.cli import main; "
+              f"sys.exit(main(['import', {str(net)!r}, '--domain', '-1/8:1/8', '-o', {str(out)!r}]))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"pip install 'exactform[{extra}]'" in done.stderr and str(net) in done.stderr
+    assert not out.exists()

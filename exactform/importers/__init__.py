@@ -15,11 +15,14 @@ SHAPED = ("torch",)
 
 
 def _kind(path: str) -> str:
+    """The importer of ``path`` by its suffix, once the file exists and the extra it needs is installed."""
+    from ..errors import requires_for
     kind = SUFFIXES.get(Path(path).suffix.lower())
     if kind is None:
         raise InputError(path, "", f"unknown network suffix; expected one of {', '.join(sorted(SUFFIXES))}")
     if not Path(path).is_file():
         raise InputError(path, "", "no such file")
+    requires_for(path)
     return kind
 
 
@@ -56,8 +59,10 @@ def reference(path: str, input_shape=None, strip_softmax: bool = False):
     """The source's own float evaluation for the self-check: ``f(points) -> outputs`` with the
     attributes ``source`` (what evaluates, in which float type) and ``tolerance``; with
     ``strip_softmax``, of the source without its final Softmax/LogSoftmax."""
+    from ..errors import requires
     kind = _kind(path)
     if kind == "onnx":
+        requires("onnxruntime", path)
         from .onnx import onnxruntime_reference
         return onnxruntime_reference(path, strip_softmax)
     if kind == "torch":
