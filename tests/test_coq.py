@@ -1,7 +1,10 @@
-"""The Coq theorems (proofs/coq/, issue 25): every file checks, each main theorem rests only on the
-axioms of Coq's classical reals, a proof resting on ``Admitted`` is refused, and the Coq
-construction, computed over Q, is entry by entry the Transformer ``exactform compile`` writes for
-the proof nets — so the theorems are about the Transformer the tool builds.
+"""The Coq theorems (proofs/coq/): every file checks, each main theorem rests only on the axioms
+of Coq's classical reals, a proof resting on ``Admitted`` is refused, and the link with the tool:
+for each proof net Coq proves, with the hypothesis on the shift constants decided by its own
+interval arithmetic (``C3_checked``, ``vm_compute``), that its construction with the constants and
+domain ``exactform compile`` wrote computes the net on that domain, and that construction, computed
+over Q, is entry by entry the compiled Transformer — so the theorems are about the Transformer the
+tool builds, and constants below their bounds make Coq refuse.
 
 Without ``coqc`` these tests fail under CI (CI=true: CI installs Coq with ``make proofs-coq``) and
 are skipped, with the reason, elsewhere."""
@@ -43,8 +46,8 @@ def library(tmp_path_factory):
 
 def test_every_main_theorem_rests_only_on_the_axioms_of_the_classical_reals(library):
     _, axioms = library
-    names = [n for _, ns in coq_theorems.THEOREMS.values() for n in ns]
-    assert sorted(axioms) == sorted(names) and len(names) == 11
+    names = coq_theorems.theorem_names()
+    assert sorted(axioms) == sorted(names) and len(names) == 13
     for name, used in axioms.items():
         assert set(used) <= coq_theorems.ALLOWED_AXIOMS, (name, used)
     assert set(axioms["C5_lemma_a"]) == coq_theorems.ALLOWED_AXIOMS      # the parser reads real names
@@ -118,17 +121,45 @@ def flat(tf) -> list[Fraction]:
     return [Fraction(x) for x in out]
 
 
-def coq_transformers(build: Path, pairs: list[tuple[str, str]]) -> list[list[Fraction]]:
-    """``flat_tf (construct net shifts)`` computed by Coq (vm_compute over Q) for each pair."""
-    script = "From Coq Require Import QArith ZArith List.\nFrom Exactform Require Import Defs Link.\n" \
+def compiled_shifts(net, tf) -> list[list[list[Fraction]]]:
+    """The shift constants written in ``tf``: ``R_lij`` is minus the weight of shift coordinate
+    ``c_j`` (1 + j) in hidden unit ``2(iT + j)`` of the pieces block of layer l (block 3l)."""
+    T = tf.tokens
+    return [[[-Fraction(tf.blocks[3 * l].w1[2 * (i * T + j)].get(1 + j, 0)) for j in range(T)]
+             for i in range(layer.units)] for l, layer in enumerate(net.layers)]
+
+
+def link_script(cases) -> str:
+    """For each (net, shifts, box): the theorem that ``construct net shifts`` computes the net on the
+    box, proved by ``C3_checked`` with its hypotheses decided by ``vm_compute`` (so coqc refuses
+    the file when a constant is below its piece's bound), then the flattened construction."""
+    script = "From Coq Require Import Reals QArith ZArith List.\nFrom Exactform Require Import Defs C3 Bounds Link.\n" \
              "Import ListNotations.\nOpen Scope Q_scope.\n"
-    script += "".join(f"Eval vm_compute in as_pairs (flat_tf (construct ({m}) ({s}))).\n" for m, s in pairs)
-    (build / "Compare.v").write_text(script)
-    done = subprocess.run(["coqc", "-Q", ".", "Exactform", "Compare.v"], cwd=build, capture_output=True, text=True,
-                          timeout=300)
+    for k, (net, shifts, box) in enumerate(cases):
+        m, r = coq_net(net, shifts)
+        lower, upper = (coq_list(map(coq_q, side)) for side in (box.lower, box.upper))
+        script += (f"Definition net{k} := {m}.\nDefinition shifts{k} := {r}.\n"
+                   f"Definition box{k} := mk_box {lower} {upper}.\n"
+                   f"Theorem net{k}_exact : forall x, in_box (input_dim net{k}) box{k} x ->\n"
+                   f"  forall o, tf_eval hardmax (construct net{k} shifts{k}) x o = maxout_eval net{k} x o.\n"
+                   f"Proof. apply C3_checked; vm_compute; reflexivity. Qed.\n"
+                   f"Eval vm_compute in as_pairs (flat_tf (construct net{k} shifts{k})).\n")
+    return script
+
+
+def run_link(build: Path, cases, name: str = "Compare") -> subprocess.CompletedProcess:
+    (build / f"{name}.v").write_text(link_script(cases))
+    return subprocess.run(["coqc", "-Q", ".", "Exactform", f"{name}.v"], cwd=build, capture_output=True,
+                          text=True, timeout=300)
+
+
+def coq_transformers(build: Path, cases) -> list[list[Fraction]]:
+    """``flat_tf (construct net shifts)`` computed by Coq (vm_compute over Q) for each case, after
+    Coq has proved that the construction computes the net on the case's box."""
+    done = run_link(build, cases)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     results = re.findall(r"=\s*\[(.*?)\]\s*:\s*list", done.stdout, re.S)
-    assert len(results) == len(pairs), done.stdout[-2000:]
+    assert len(results) == len(cases), done.stdout[-2000:]
     out = []
     for text in results:
         ints = [int(k) for k in re.findall(r"\(?(-?\d+)\)?%Z", text)]
@@ -144,24 +175,61 @@ def compiled(net, tmp_path: Path, stem: str):
     return load(target)
 
 
+def link_cases(tmp_path: Path):
+    """Per proof net: the net, the shift constants and the domain of the Transformer that
+    ``exactform compile`` writes, and that Transformer flattened."""
+    names, cases, expected = [], [], []
+    for k, (name, net) in enumerate(nets().items()):
+        names.append(name)
+        tf = compiled(net, tmp_path, f"net{k}")
+        assert tf.attention == "hardmax" and tf.domain == net.domain and tf.readout_token == 0, name
+        cases.append((net, compiled_shifts(net, tf), tf.domain))
+        expected.append(flat(tf))
+    return names, cases, expected
+
+
 def test_the_coq_construction_is_the_transformer_exactform_compiles(library, tmp_path):
     build, _ = library
-    proof_nets = list(nets().items())
-    assert len(proof_nets) >= 6
-    pairs, expected = [], []
-    for k, (name, net) in enumerate(proof_nets):
-        pairs.append(coq_net(net, shift_constants(net)))
-        expected.append(flat(compiled(net, tmp_path, f"net{k}")))
+    names, cases, expected = link_cases(tmp_path)
+    assert len(cases) >= 6
     # a false input: one piece's bias changed in what Coq builds must show as a difference
-    net = proof_nets[0][1]
+    net = cases[0][0]
     bias = [list(b) for b in net.layers[0].bias]
     bias[0][0] += 1
     wrong = MaxoutNet(net.domain, [MaxoutLayer(net.layers[0].weight, bias)] + list(net.layers[1:]),
                       net.readout_weight, net.readout_bias)
-    pairs.append((coq_net(wrong, shift_constants(net))[0], pairs[0][1]))
-    got = coq_transformers(build, pairs)
-    for (name, _), mine, theirs in zip(proof_nets, got, expected):
+    got = coq_transformers(build, cases + [(wrong, cases[0][1], cases[0][2])])
+    for name, mine, theirs in zip(names, got, expected):
         assert len(mine) == len(theirs), name
         diff = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), None)
         assert diff is None, f"{name}: entry {diff}: Coq {mine[diff]}, exactform compile {theirs[diff]}"
     assert got[-1] != expected[0]
+
+
+REFUSED = "Unable to unify \"true\" with \"false\""
+
+
+def test_shift_constants_below_the_bound_fail_in_coq(library, tmp_path, monkeypatch):
+    """The hypothesis is decided in Coq: compiled with margin 1/8 instead of 2, every net's
+    constants fall below their pieces' bounds and Coq refuses the theorem."""
+    build, _ = library
+    import exactform.commands.compile as compile_command
+    monkeypatch.setattr(compile_command, "shift_constants", lambda net: shift_constants(net, Fraction(1, 8)))
+    _, cases, _ = link_cases(tmp_path)
+    for k in (0, len(cases) - 1):
+        done = run_link(build, [cases[k]], f"Margin{k}")
+        assert done.returncode != 0 and REFUSED in done.stderr, done.stdout[-1000:] + done.stderr[-1000:]
+
+
+def test_one_constant_below_its_bound_fails_in_coq(library, tmp_path):
+    """A quarter of the largest R of the last layer (R is the least power of two ≥ 2·max|a|, so
+    R/4 < max|a|)."""
+    build, _ = library
+    _, cases, _ = link_cases(tmp_path)
+    net, shifts, box = cases[-1]
+    low = [[list(r) for r in layer] for layer in shifts]
+    i, j = max(((i, j) for i, r in enumerate(low[-1]) for j in range(len(r))), key=lambda ij: low[-1][ij[0]][ij[1]])
+    low[-1][i][j] /= 4
+    assert run_link(build, [(net, shifts, box)], "Fine").returncode == 0
+    done = run_link(build, [(net, low, box)], "Quarter")
+    assert done.returncode != 0 and REFUSED in done.stderr, done.stdout[-1000:] + done.stderr[-1000:]

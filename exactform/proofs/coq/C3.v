@@ -441,16 +441,16 @@ Proof.
   - unfold ov2, zero1. destruct (Nat.ltb_spec i (units L)); ring.
 Qed.
 
-Fixpoint shifts_ok (l nin : nat) (ls : list layer) (h : nat -> R) : Prop :=
+Fixpoint shifts_hold (l nin : nat) (ls : list layer) (h : nat -> R) : Prop :=
   match ls with
   | [] => True
   | L :: ls => (forall i j, (i < units L)%nat -> (j < T)%nat -> Rabs (piece L nin h i (pad (rank L i) j)) <= Q2R (Rs l i j))
-               /\ shifts_ok (S l) (units L) ls (layer_eval L nin h)
+               /\ shifts_hold (S l) (units L) ls (layer_eval L nin h)
   end.
 
 Lemma layers_correct : forall ls l nin h X,
   (nin <= N)%nat -> (forall L, In L ls -> (units L <= N)%nat /\ forall i, (i < units L)%nat -> (1 <= rank L i <= T)%nat) ->
-  shifts_ok l nin ls h ->
+  shifts_hold l nin ls h ->
   agree T (lwidth T N) X (cstate T N (zeroext nin h) zero2 zero1) ->
   agree T (lwidth T N) (blocks_eval hardmax T (lwidth T N) (layer_blocks T N l nin ls Rs) X)
     (cstate T N (zeroext (last (nin :: map units ls) O) (layers_eval ls nin h)) zero2 zero1).
@@ -505,7 +505,7 @@ Definition well_formed (M : maxout) : Prop :=
 (** The hypothesis on the shift constants at input x: in every layer ℓ, for every unit i and
     slot j < T, |a_{i,pad(j)}(h^{ℓ−1}(x))| ≤ R_ℓij — what interval bounds over the box establish. *)
 Definition shifts_bound (M : maxout) (Rs : shifts) (x : nat -> R) : Prop :=
-  shifts_ok (max_rank M) Rs 0 (input_dim M) (layers M) x.
+  shifts_hold (max_rank M) Rs 0 (input_dim M) (layers M) x.
 
 Theorem C3_construction_computes_maxout : forall (M : maxout) (Rs : shifts) (x : nat -> R),
   well_formed M -> shifts_bound M Rs x ->

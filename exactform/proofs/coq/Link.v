@@ -1,9 +1,11 @@
-(** The link with the code: nets given as nested lists of rationals, and a Transformer flattened
-    into one list of rationals (sizes first, then every matrix entry, row by row) that
-    tests/test_coq.py compares entry by entry with `exactform compile`'s JSON, after
-    [Eval vm_compute in flat_tf (construct net shifts)]. *)
+(** The link with the code: nets, shift constants and boxes given as nested lists of rationals,
+    and a Transformer flattened into one list of rationals (sizes first, then every matrix entry,
+    row by row). tests/test_coq.py writes, for each net, the shift constants and domain of the
+    Transformer `exactform compile` wrote, proves with [C3_checked] (its two booleans decided by
+    [vm_compute]) that [construct net shifts] equals the net on that domain, and compares
+    [flat_tf (construct net shifts)] entry by entry with the compiled JSON. *)
 From Coq Require Import QArith ZArith List.
-From Exactform Require Import Defs.
+From Exactform Require Import Defs Bounds.
 Import ListNotations.
 Open Scope Q_scope.
 
@@ -20,6 +22,9 @@ Definition mk_maxout (d : nat) (ls : list layer) (A : list (list Q)) (c : list Q
 
 Definition mk_shifts (R : list (list (list Q))) : shifts :=
   fun l i j => nth j (nth i (nth l R []) []) 0.
+
+(** The box [lower, upper], one interval per input. *)
+Definition mk_box (lower upper : list Q) : box := combine lower upper.
 
 Definition nat_q (n : nat) : Q := inject_Z (Z.of_nat n).
 Definition tab1 (n : nat) (f : nat -> Q) : list Q := map f (seq 0 n).
