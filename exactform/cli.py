@@ -1,11 +1,13 @@
-"""The ``exactform`` command: exit 0 done, 1 refuted / failed / ``--timeout``, 2 bad input (one line), 141
-stdout closed (``| head``).  ``exactform check`` with only its own options loads only the standard-library checker."""
+"""The ``exactform`` command: exit 0 done, 1 refuted / failed, 2 bad input (one line), 3 stopped
+(``--timeout``, a CPU-time limit), 141 stdout closed (``| head``).  ``exactform check`` with only its own options loads only the standard-library checker."""
 import argparse
 import os
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command of ``argv`` (default: this process's arguments, and then a stop ends the process)."""
+    ends_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv[:1] == ["check"]:           # the fast path, when every --option is check's own (not --timeout, no typo)
@@ -17,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
             code = run(parser.parse_args(argv))
         else:                               # deadline names a misspelt option, with the closest, as for every command
             from .deadline import main as run_command
-            code = run_command(argv)
+            code = run_command(argv, ends_process)
         sys.stdout.flush()
         return code
     except BrokenPipeError:             # the reader closed stdout: stop quietly, and let no later flush complain

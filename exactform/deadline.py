@@ -1,12 +1,18 @@
 """Running any sub-command but the fast path of ``check`` (see ``cli``).  Exit codes: 0 proved/done,
-1 refuted, a failed check or stopped by ``--timeout`` or a CPU-time limit (``SIGXCPU``), 2 bad input or usage, 141 when the reader of
-stdout closed it (``| head``), 137 when native code held on past ``--timeout`` + ``GRACE``.  Bad input is one line, never a traceback.
+1 refuted or a failed check, 2 bad input or usage, 3 stopped by ``--timeout`` or a CPU-time limit
+(``SIGXCPU``) with no answer, 141 when the reader of stdout closed it (``| head``), 137 when native code
+held on past ``--timeout`` + ``GRACE``.  Bad input is one line, never a traceback.
 
 Only the standard library is imported here; a command imports only its own module
 (``commands/<name>.py``); ``--help`` loads them all.  ``--timeout SECONDS`` is a ``SIGALRM`` that
 takes effect between Python bytecodes, and a guard process that ends this one ``GRACE`` seconds
 later if a call into native code holds on past it (``_deadline``).  Files are written atomically
 (``formats.write_text``), so a stopped command leaves no half-written file.
+
+A stop raises ``Stopped`` so that a command can say how far it got; when ``main`` runs as the process
+(``ends_process``), the process then ends at once (``os._exit``): no exit handler joins a worker pool's
+threads or queues, which a stop may have left mid-operation, and an ``SIGALRM`` ``GRACE`` seconds
+after the stop ends it even if library code swallowed ``Stopped`` or hangs while it unwinds.
 """
 from __future__ import annotations
 
@@ -33,11 +39,35 @@ class Stopped(BaseException):
     Exception`` in a reader turns it into an input error."""
 
 
-def _cpu_limit(signum, frame):
-    """The first ``SIGXCPU`` stops the command; the kernel repeats it once per CPU second until the hard
-    limit, so the rest are ignored (else one would kill the process while it reports, or exits)."""
-    signal.signal(signal.SIGXCPU, signal.SIG_IGN)
-    raise Stopped("at the CPU-time limit (SIGXCPU)")
+STOPPED = 3
+"""The exit code of a command stopped before its answer (``--timeout``, a CPU-time limit)."""
+
+
+def _stopper(ends_process: bool):
+    """``stop(reason)``, called from a signal handler: raise ``Stopped``; when the CLI is the process,
+    first arm the last resort, a ``SIGALRM`` ``GRACE`` seconds later that reports and ends the process
+    (exit ``STOPPED``) in case the exception never reaches ``main``."""
+    def last_resort(signum, frame):
+        _report_stop(reason[0])
+        os._exit(STOPPED)
+
+    reason = [""]
+
+    def stop(why: str):
+        if ends_process:
+            reason[0] = why
+            signal.signal(signal.SIGALRM, last_resort)
+            signal.setitimer(signal.ITIMER_REAL, GRACE)
+        raise Stopped(why)
+    return stop
+
+
+def _report_stop(why: str) -> None:
+    """The one line a stopped command prints: what stopped it and which files it completed."""
+    done = sorted(set(getattr(sys.modules.get(f"{__package__}.formats"), "WRITTEN", [])))
+    what = f"wrote only {', '.join(done)} before it" if done else "nothing written"
+    sys.stdout.flush()
+    print(f"exactform: stopped {why}: {what}", file=sys.stderr, flush=True)
 
 
 def command_modules() -> list[str]:
@@ -73,9 +103,9 @@ def _requested(argv: list[str]) -> str | None:
     return None
 
 
-EXIT_CODES = ("exit codes: 0 proved / done; 1 refuted, a failed check, or stopped by --timeout or a CPU-time limit; 2 bad input or "
-              "usage (one line, nothing written); 130 interrupted; 137 native code held on past --timeout; "
-              "141 stdout closed (| head)")
+EXIT_CODES = ("exit codes: 0 proved / done; 1 refuted or a failed check; 2 bad input or usage (one line, nothing "
+              "written); 3 stopped by --timeout or a CPU-time limit (no answer); 130 interrupted; 137 native code held "
+              "on past --timeout; 141 stdout closed (| head)")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -84,7 +114,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                                      "Maxout networks, with proofs and certificates.", epilog=EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"exactform {__version__}")
     parser.add_argument("--timeout", dest="global_timeout", type=_timeout_seconds, metavar="SECONDS",
-                        help="stop the command after SECONDS (exit 1, nothing half-written)")
+                        help="stop the command after SECONDS (exit 3, nothing half-written)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in [only] if only else command_modules():
         module = importlib.import_module(f".commands.{name}", __package__)
@@ -94,7 +124,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         p.epilog = p.epilog or EXIT_CODES
         if "--timeout" not in p._option_string_actions:
             p.add_argument("--timeout", dest="global_timeout", type=_timeout_seconds, metavar="SECONDS",
-                           default=argparse.SUPPRESS, help="stop after SECONDS (exit 1, nothing half-written)")
+                           default=argparse.SUPPRESS, help="stop after SECONDS (exit 3, nothing half-written)")
     return parser
 
 
@@ -146,7 +176,9 @@ def normalise_argv(argv: list[str]) -> list[str]:
     return out
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], ends_process: bool = False) -> int:
+    """Run the command of ``argv``; ``ends_process``: this is the ``exactform`` process, which a stop
+    ends at once (module docstring)."""
     from .errors import InputError
     from .files import outputs_apart
     argv = normalise_argv(argv)
@@ -161,20 +193,28 @@ def main(argv: list[str]) -> int:
     seconds = getattr(args, "global_timeout", None)
     written = getattr(sys.modules.get(f"{__package__}.formats"), "WRITTEN", [])
     written.clear()
+    stop = _stopper(ends_process)
+
+    def cpu_limit(signum, frame):
+        """The first ``SIGXCPU`` stops the command; the kernel repeats it once per CPU second until the
+        hard limit, so the rest are ignored (else one would kill the process while it reports, or exits)."""
+        signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+        stop("at the CPU-time limit (SIGXCPU)")
+
     cpu = threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGXCPU")
-    old = signal.signal(signal.SIGXCPU, _cpu_limit) if cpu else None
+    old = signal.signal(signal.SIGXCPU, cpu_limit) if cpu else None
     try:
         outputs_apart(args)
-        with _deadline(seconds):
+        with _deadline(seconds, stop):
             code = args.run(args)
             sys.stdout.flush()
             return code
     except Stopped as e:
         _deadline.end_guard()      # the one-shot alarm may have fired inside __exit__, before it ended the guard
-        done = sorted(set(getattr(sys.modules.get(f"{__package__}.formats"), "WRITTEN", [])))
-        what = f"wrote only {', '.join(done)} before it" if done else "nothing written"
-        print(f"exactform: stopped {str(e) or f'after {seconds:g} s (--timeout)'}: {what}", file=sys.stderr)
-        return 1
+        _report_stop(str(e))
+        if ends_process:
+            os._exit(STOPPED)
+        return STOPPED
     except InputError as e:
         print(f"exactform: error: {e}", file=sys.stderr)
         return 2
@@ -182,7 +222,7 @@ def main(argv: list[str]) -> int:
         print("exactform: interrupted", file=sys.stderr)
         return 130
     finally:
-        if cpu and signal.getsignal(signal.SIGXCPU) is _cpu_limit:      # not reached: as it was
+        if cpu and signal.getsignal(signal.SIGXCPU) is cpu_limit:      # not reached: as it was
             signal.signal(signal.SIGXCPU, old)
 
 
@@ -195,8 +235,8 @@ class _deadline:
     guard: int | None = None
     """The pid of the running guard (one at a time: the CLI runs one command)."""
 
-    def __init__(self, seconds: float | None):
-        self.seconds = seconds
+    def __init__(self, seconds: float | None, stop):
+        self.seconds, self.stop = seconds, stop
         self.old = None
 
     def __enter__(self):
@@ -220,7 +260,7 @@ class _deadline:
         _deadline.guard = pid
 
         def alarm(signum, frame):
-            raise Stopped()
+            self.stop(f"after {self.seconds:g} s (--timeout)")
         self.old = signal.signal(signal.SIGALRM, alarm)
         signal.setitimer(signal.ITIMER_REAL, self.seconds)
         return self

@@ -140,7 +140,7 @@ class LocalProcesses(Executor):
         if kind is not None and not issubclass(kind, Exception):    # --timeout, Ctrl-C: stop the workers now
             for process in list(getattr(self._pool, "_processes", {}).values()):
                 process.terminate()
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.shutdown(wait=False)     # pending futures then fail with the pool (cancelling them races it)
         else:
             self.close()
 

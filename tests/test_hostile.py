@@ -442,10 +442,10 @@ def test_timeout_stops_with_one_line_and_nothing_written(work):
         f = Path(d) / "big.json"
         f.write_text(json.dumps(net.to_json()))
         code, out, err = cli("--timeout", "0.5", "regions", f, "--json")
-        assert code == 1 and err.strip().endswith("stopped after 0.5 s (--timeout): nothing written"), err
+        assert code == 3 and err.strip().endswith("stopped after 0.5 s (--timeout): nothing written"), err
         assert err.count("\n") == 1 and "Traceback" not in err
         code, _, err = cli("regions", f, "--timeout", "0.5")        # after the command, too
-        assert code == 1 and "(--timeout)" in err
+        assert code == 3 and "(--timeout)" in err
         code, _, err = cli("compile", f, "-o", Path(d) / "tf.json", "--timeout", "60")   # not reached
         assert code == 0 and (Path(d) / "tf.json").exists()
         assert sorted(p.name for p in Path(d).iterdir()) == ["big.json", "tf.json"]
@@ -453,7 +453,7 @@ def test_timeout_stops_with_one_line_and_nothing_written(work):
 
 def test_the_cpu_limit_stops_once_and_the_process_lives_on(work):
     """The kernel repeats ``SIGXCPU`` once per CPU second past the soft limit: the first stops the command
-    (exit 1, one line), the rest must not kill the process while it reports or exits."""
+    (exit 3, one line), the rest must not kill the process while it reports or exits."""
     import subprocess
 
     import nets
@@ -464,7 +464,7 @@ def test_the_cpu_limit_stops_once_and_the_process_lives_on(work):
              f"from exactform.cli import main\ncode = main(['regions', {str(net)!r}])\n"
              f"t = time.process_time()\nwhile time.process_time() < t + 3: pass\nprint('alive', code)")
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "alive 1", (done.returncode, done.stderr)
+    assert done.returncode == 0 and done.stdout.strip() == "alive 3", (done.returncode, done.stderr)
     assert done.stderr.strip() == "exactform: stopped at the CPU-time limit (SIGXCPU): nothing written"
 
 

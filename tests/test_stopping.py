@@ -109,3 +109,31 @@ def test_an_instance_whose_benchmark_ended_before_it_asked_ends_itself():
     r = subprocess.run([sys.executable, "-c", "import os; from exactform.executor import ends_with_parent; "
                         "ends_with_parent(os.getppid()); print('alive')"], env=ENV, capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout == "alive\n"
+
+
+DATA = ROOT / "exactform" / "benchmarks" / "data"
+VERIFY = [sys.executable, "-m", "exactform", "verify", str(DATA / "ACASXU_run2a_1_1_batch_2000.onnx"),
+          str(DATA / "acasxu_vnnlib" / "prop_1.vnnlib"), "--workers", "2"]
+
+
+def _cpu_limit(seconds: int):
+    """``preexec_fn``: a soft CPU-time limit (SIGXCPU) of ``seconds``, the hard one far above, no core file."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 60))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    return limit
+
+
+@pytest.mark.parametrize("how", ["SIGXCPU", "--timeout"])
+def test_a_stopped_verify_exits_3_at_once_with_one_line(how):
+    """Stopped by a CPU-time limit or the global ``--timeout`` while its workers compute: exit 3 (no
+    answer: never 1, which is ``sat``), one line on stderr, no traceback, nothing on stdout, and no hang
+    (the 60 s below is a hang detector: the stop comes after about 3 s)."""
+    argv = VERIFY if how == "SIGXCPU" else VERIFY[:3] + ["--timeout", "3"] + VERIFY[3:]
+    done = subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=60,
+                          preexec_fn=_cpu_limit(3) if how == "SIGXCPU" else None)
+    assert done.returncode == 3, (done.returncode, done.stdout, done.stderr)
+    assert done.stdout == "" and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("exactform: stopped"), done.stderr

@@ -224,7 +224,7 @@ def test_timeout_watchdog_ends_a_native_call():
 
 def test_prove_timeout_is_the_whole_command(capsys):
     code, _, err = cli(capsys, "prove", "C1", "--timeout", "0.5", "--workers", "1")
-    assert code == 1 and "stopped after 0.5 s (--timeout)" in err
+    assert code == 3 and "stopped after 0.5 s (--timeout)" in err
     with pytest.raises(SystemExit):
         main(["prove", "--script-timeout", "x"])
 

@@ -135,7 +135,7 @@ def run_instance(a: MaxoutNet, b: MaxoutNet, epsilon: str, folder: Path, exactfo
     row.cpu_s, row.wall_s = round(row.cpu_s, 3), round(row.wall_s, 3)
     printed = (folder / "equiv.log").read_text(errors="replace")
     doc = last_json(printed)
-    if code is None or (code == 1 and doc is None and "exactform: stopped" in printed):
+    if code is None or (code == 3 and doc is None and "exactform: stopped" in printed):
         row.verdict, row.note = "timeout", "stopped at the limit" + "".join(
             f" ({line.split('when stopped: ', 1)[1]})" for line in printed.splitlines() if "when stopped: " in line)
         return row

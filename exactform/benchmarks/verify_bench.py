@@ -196,7 +196,7 @@ def run_exactform(inst: Instance, tmp: Path, exactform: list[str], workers: int)
                                            "--workers", str(workers), "--json"], inst.timeout, log)
     printed = log.read_text(errors="replace")
     doc = last_json(printed)
-    if code is None or (code == 1 and doc is None and "exactform: stopped" in printed):
+    if code is None or (code == 3 and doc is None and "exactform: stopped" in printed):
         return Result("timeout", cpu, wall, note="stopped at the limit")
     if doc is None or "verdict" not in doc:
         return Result("error", cpu, wall, note=tail(printed))
