@@ -25,7 +25,8 @@ from .reader import read_maxout, read_transformer
 KIND, CLAIM = "verification", "V1"
 MAX_TREE = 10 ** 6          # tree nodes over all disjuncts: bounds the work on a hostile certificate
 IMPORTED = (".nnet", ".onnx", ".pt", ".pth", ".pt2")
-"""Network files the prover imports (``importers.SUFFIXES``) and this checker cannot read: bound by SHA-256 only."""
+"""Network files the prover imports (``importers.SUFFIXES``): ONNX and .nnet the checker reads itself
+(``onnx_reader``, ``nnet_reader``), the others it refuses to bind (exit 2)."""
 
 
 def atom_form(atom: dict, xs: int, ys: list) -> dict:
@@ -45,14 +46,19 @@ def sha256_file(path) -> str:
 
 
 def statement(sources: dict, disjuncts: int, eps: Fraction | None = None) -> str:
-    """The claim, about what the certificate embeds: the files are named as recorded, not as read."""
-    def recorded(key):
-        return f"recorded as read from {json.dumps(sources[key]['file'])}, SHA-256 {sources[key]['sha256'][:16]}"
+    """The claim, about what the certificate embeds.  Its recorded sources are named by the first 16 hex digits
+    of their SHA-256 (``Malformed`` unless 64 lowercase hex digits), never by their recorded file names: those
+    are data, which ``exactform check`` prints apart, quoted."""
+    def digest(key):
+        sha = sources[key]["sha256"]
+        if not (isinstance(sha, str) and len(sha) == 64 and set(sha) <= set("0123456789abcdef")):
+            raise Malformed(f"evidence.sources.{key}.sha256: expected 64 lowercase hex digits")
+        return f"recorded source SHA-256 {sha[:16]}"
     net = "network" if eps is None else "softmax Transformer"
     margin = "" if eps is None else (f" (its C5 bound |Tf - M| <= {eps} and M proved with every output constraint "
                                      f"tightened by eps)")
     return (f"no input x satisfies the VNN-LIB property embedded in the certificate ({disjuncts} disjuncts; "
-            f"{recorded('property')}) for the {net} embedded in it ({recorded('net')}){margin}: the property holds (unsat)")
+            f"{digest('property')}) for the {net} embedded in it ({digest('net')}){margin}: the property holds (unsat)")
 
 
 def loosened(atom: dict, n: int, m: int, eps: Fraction) -> dict:
@@ -104,19 +110,35 @@ def _margin(v, model, disjuncts: list, name: str) -> Fraction:
 
 
 def _bound(ev: dict, model, embedded: tuple, name: str, net_file, property_file) -> str:
-    """Compare the given files with what the certificate embeds: PROP read by ``vnnlib`` and equal to
-    the embedded property (inputs, outputs, disjuncts in order, boxes, atoms); a JSON NET read and equal
-    to the embedded network (the C5 certificate's Transformer under a margin); an imported NET (ONNX,
-    .nnet, .pt) bound by its SHA-256 alone.  What was compared, in words ('' when nothing is bound)."""
+    """Compare the given files with what the certificate embeds, each read by the checker: PROP by ``vnnlib``,
+    equal to the embedded property (inputs, outputs, disjuncts in order, boxes, atoms); a JSON NET equal to the
+    embedded network (the C5 certificate's Transformer under a margin); an ONNX or .nnet NET, read by
+    ``onnx_reader`` / ``nnet_reader``, with the embedded Maxout net's input count, layers and read-out (a .nnet
+    only where every disjunct's box lies in its clipping box, where clipping is the identity); any other NET
+    (.pt, .pth, .pt2) is refused (``Malformed``).  What was compared, in words ('' when nothing is bound)."""
+    from .nnet_reader import IMPORTED_JSON
     words = []
     if property_file is not None:
         prop = vnnlib.read_property(property_file)
         if (prop.inputs, prop.outputs, vnnlib.rows(prop)) != embedded:
             raise Refuted(f"{name}: the embedded property is not the one in {property_file}")
-        words.append(f"{property_file} is the embedded property (read and compared)")
-    if net_file is not None and str(net_file).lower().endswith(IMPORTED):
-        words.append(f"{net_file} has the recorded SHA-256 (that the embedded network is its import is not re-checked: "
-                     f"it rests on exactform's importer)")
+        words.append(f"the embedded property is the one read from {json.dumps(str(property_file))}")
+    suffix = "" if net_file is None else "." + str(net_file).lower().rpartition(".")[2]
+    if suffix in (".onnx", ".nnet"):
+        from .nnet_reader import read_nnet
+        from .onnx_reader import read_onnx
+        network = read_onnx(net_file) if suffix == ".onnx" else read_nnet(net_file)
+        if suffix == ".nnet" and any(not lo <= a <= b <= hi for cube, _ in embedded[2]
+                                     for (a, b), (lo, hi) in zip(cube, network[3])):
+            raise Malformed(f"{net_file}: a disjunct's box leaves the .nnet input clipping box, which the checker "
+                            f"does not read; {IMPORTED_JSON}")
+        if "margin" in ev or not hasattr(model, "layers") or \
+                network[:3] != (len(model.box), model.layers, model.readout):
+            raise Refuted(f"{name}: the embedded network is not the one in {net_file}")
+        words.append(f"the embedded network is the one read from {json.dumps(str(net_file))} ({len(model.layers)} "
+                     f"ReLU layers, compared exactly)")
+    elif suffix in IMPORTED:
+        raise Malformed(f"{net_file}: the checker reads ONNX and .nnet networks, not {suffix}; {IMPORTED_JSON}")
     elif net_file is not None:
         doc = load(net_file)
         if "margin" in ev:
@@ -126,7 +148,7 @@ def _bound(ev: dict, model, embedded: tuple, name: str, net_file, property_file)
             same = read_model(doc, f"{net_file}: model") == model
         if not same:
             raise Refuted(f"{name}: the embedded network is not the one in {net_file}")
-        words.append(f"{net_file} is the embedded network (read and compared)")
+        words.append(f"the embedded network is the one read from {json.dumps(str(net_file))}")
     return "".join(f"; {w}" for w in words)
 
 
