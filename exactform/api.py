@@ -119,19 +119,20 @@ class CheckResult:
 
 def check(certificate: dict[str, Any] | PathLike, maxout: MaxoutNet | PathLike | None = None,
           transformer: Transformer | PathLike | None = None, smt: bool = False,
-          a: MaxoutNet | Transformer | PathLike | None = None, b: MaxoutNet | Transformer | PathLike | None = None
-          ) -> CheckResult:
+          a: MaxoutNet | Transformer | PathLike | None = None, b: MaxoutNet | Transformer | PathLike | None = None,
+          net: MaxoutNet | Transformer | PathLike | None = None, property: PathLike | None = None) -> CheckResult:
     """Re-verify a certificate (a dict or a file) with the independent checker (``exactform.checker``),
-    bound to the given Maxout net and Transformer (C1–C5) or models ``a`` and ``b`` (E1); any binding
-    requires the two of the certificate's kind (a certificate of another kind is not ok).  Falsy when
-    a claim fails or the certificate is malformed (``known`` says why); a missing file raises
+    bound to the given Maxout net and Transformer (C1–C5), models ``a`` and ``b`` (E1), or ``net`` (a model,
+    or a JSON, ONNX or ``.nnet`` file, read by the checker) and ``property`` (a VNN-LIB file) (V1); any
+    binding requires the two of the certificate's kind (a certificate of another kind is not ok).  Falsy
+    when a claim fails or the certificate is malformed (``known`` says why); a missing file raises
     ``InputError``, as ``load`` does."""
     from .checker.command import check_file
     with tempfile.TemporaryDirectory(prefix="exactform-check-") as tmp:
         names: dict[str, str] = {}
         path = _as_file(certificate, Path(tmp) / "<certificate>", names)
-        bound = {role: str(_as_file(m, Path(tmp) / f"<{role}>", names)) for role, m in
-                 (("maxout", maxout), ("transformer", transformer), ("a", a), ("b", b)) if m is not None}
+        models = {"maxout": maxout, "transformer": transformer, "a": a, "b": b, "net": net, "property": property}
+        bound = {role: str(_as_file(m, Path(tmp) / f"<{role}>", names)) for role, m in models.items() if m is not None}
         result = check_file(str(path), smt, **bound)
 
     def shown(text: object) -> str:        # the temporary files by the names the caller knows them by

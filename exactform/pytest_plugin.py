@@ -10,7 +10,8 @@ Off unless asked, so that it never collects anything by accident::
     exactform_certs = true
     exactform_smt = false                       # true: also prove the phase obligations with Z3
     exactform_models = examples examples/ci/models   # bind NAME.cert.json to NAME.json and NAME.tf.json
-                                                     # (E1: NAME.a.json and NAME.b.json)
+                                                     # (E1: NAME.a.json and NAME.b.json; V1: NAME.vnnlib
+                                                     # and NAME.net.json, NAME.onnx or NAME.nnet)
 
 Registered through the entry point ``[project.entry-points.pytest11] exactform =
 "exactform.pytest_plugin"`` (or ``-p exactform.pytest_plugin`` without it).
@@ -31,8 +32,9 @@ def pytest_addoption(parser):
     group.addoption("--exactform-smt", action="store_true", default=None,
                     help="also prove the phase obligations with Z3 (queries derived from the models)")
     group.addoption("--exactform-models", action="append", metavar="DIR", default=None,
-                    help="bind NAME.cert.json to NAME.json (Maxout) and NAME.tf.json (Transformer), looked up "
-                         "in these folders in order (repeatable); a missing model file fails the certificate")
+                    help="bind NAME.cert.json to NAME.json (Maxout) and NAME.tf.json (Transformer), NAME.a.json and "
+                         "NAME.b.json (E1), or NAME.vnnlib and NAME.net.json|.onnx|.nnet (V1), looked up in these "
+                         "folders in order (repeatable); a missing model file fails the certificate")
     parser.addini("exactform_certs", type="bool", default=False, help=f"collect {SUFFIX} files as tests")
     parser.addini("exactform_models", type="linelist", default=[], help="folders of the bound model files")
     parser.addini("exactform_smt", type="bool", default=False, help="also prove the phase obligations with Z3")
@@ -51,16 +53,20 @@ def pytest_collect_file(file_path, parent):
 
 def _bound(config, cert) -> tuple[dict, list]:
     """The model files bound to NAME.cert.json ({role: path}), and the names not found: NAME.a.json and
-    NAME.b.json for an E1 certificate when both exist, else NAME.json (Maxout) and NAME.tf.json."""
+    NAME.b.json for an E1 certificate when both exist; NAME.vnnlib and the first of NAME.net.json, NAME.onnx
+    and NAME.nnet for a V1 certificate when NAME.vnnlib exists; else NAME.json (Maxout) and NAME.tf.json."""
     folders = config.getoption("--exactform-models") or [str(config.rootpath / d) for d in config.getini("exactform_models")]
     if not folders:
         return {}, []
     name = cert.name[:-len(SUFFIX)]
     find = lambda model: next((p for p in (Path(d) / model for d in folders) if p.is_file()), None)  # noqa: E731
-    roles = {"a": f"{name}.a.json", "b": f"{name}.b.json"}
-    if not all(map(find, roles.values())):
-        roles = {"maxout": f"{name}.json", "transformer": f"{name}.tf.json"}
-    return {role: find(model) for role, model in roles.items()}, [m for m in roles.values() if find(m) is None]
+    roles = {"a": [f"{name}.a.json"], "b": [f"{name}.b.json"]}
+    if find(f"{name}.vnnlib"):
+        roles = {"net": [f"{name}.net.json", f"{name}.onnx", f"{name}.nnet"], "property": [f"{name}.vnnlib"]}
+    elif not all(find(m[0]) for m in roles.values()):
+        roles = {"maxout": [f"{name}.json"], "transformer": [f"{name}.tf.json"]}
+    bound = {role: next(filter(None, map(find, models)), None) for role, models in roles.items()}
+    return bound, [" or ".join(roles[role]) for role, path in bound.items() if path is None]
 
 
 class CertificateFile(pytest.File):

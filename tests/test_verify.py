@@ -373,28 +373,34 @@ def test_honest_certificate_bound_says_what_was_compared(proved):
     net, prop, cert = proved
     said = check(load(cert), "c")
     assert said.startswith("no input x satisfies the VNN-LIB property embedded in the certificate")
-    assert said.endswith("the property holds (unsat)") and "n.json" in said and "p.vnnlib" in said
+    assert said.endswith("the property holds (unsat)") and "n.json" not in said and "p.vnnlib" not in said
     r = cli("check", cert, "--net", net, "--property", prop)
     assert r.returncode == 0 and "V1 holds" in r.stdout, r.stdout + r.stderr
-    assert f"{prop} is the embedded property (read and compared); {net} is the embedded network (read and compared)" in r.stdout
+    assert (f"the embedded property is the one read from {json.dumps(str(prop))}; the embedded network is the one "
+            f"read from {json.dumps(str(net))}") in r.stdout
+    r = cli("check", cert)
+    verdict = r.stdout.splitlines()
+    assert r.returncode == 0 and verdict[1].startswith(f"{cert}: not bound to any file: no input x satisfies"), r.stdout
+    assert "n.json" not in verdict[1] and verdict[2].startswith(f"{cert}: recorded sources (data from the certificate")
 
 
-def test_imported_network_bound_by_sha256_only_and_said_so(proved, tmp_path):
-    """An ONNX / .nnet / .pt file cannot be read by the standard-library checker: its SHA-256 binds it,
-    and the verdict says that the embedding rests on the importer."""
+def test_imported_network_other_than_onnx_or_nnet_is_refused(proved, tmp_path):
+    """A .pt network cannot be read by the standard-library checker: binding it is refused (exit 2), the
+    line naming the imported JSON as the file to bind."""
     from exactform.checker.verify_cert import IMPORTED, sha256_file, statement
     from exactform.importers import SUFFIXES
     assert set(IMPORTED) == set(SUFFIXES)
     net, prop, cert = proved
-    onnx = tmp_path / "n.onnx"
-    onnx.write_bytes(b"not read by the checker")
+    pt = tmp_path / "n.pt"
+    pt.write_bytes(b"not read by the checker")
     doc = load(cert)
     claim = doc["claims"][0]
-    claim["evidence"]["sources"]["net"] = {"file": "n.onnx", "sha256": sha256_file(onnx)}
+    claim["evidence"]["sources"]["net"] = {"file": "n.pt", "sha256": sha256_file(pt)}
     claim["statement"] = statement(claim["evidence"]["sources"], 1)
     (tmp_path / "c.json").write_text(json.dumps(doc))
-    r = cli("check", tmp_path / "c.json", "--net", onnx, "--property", prop)
-    assert r.returncode == 0 and "not re-checked" in r.stdout and "importer" in r.stdout, r.stdout + r.stderr
+    r = cli("check", tmp_path / "c.json", "--net", pt, "--property", prop)
+    assert r.returncode == 2 and "exactform import NET -o net.json" in r.stderr, r.stdout + r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not r.stdout, r.stdout + r.stderr
 
 
 def test_checker_reader_bounds_numbers_and_names_the_line(tmp_path):

@@ -2,6 +2,7 @@
 Loads the walk (C1–C5) or ``equiv`` (E1) by the certificate's kind, ``smt`` with ``--smt`` and ``report``
 with ``--junit``; none of them imports this module, so there is no cycle."""
 import argparse
+import json
 import os
 import sys
 
@@ -35,6 +36,8 @@ def check_file(path, smt: bool = False, **bound) -> Result:
                 known = import_module(f".{check}", __package__).check(doc, str(path), *(bound.get(r) for r in roles))
             except (Malformed, RecursionError) as e:
                 raise Malformed(f"{path}: {e}") from None
+            if kind == "verification" and not bound:
+                known = f"not bound to any file: {known}\n{recorded(doc)}"
             return Result(0, [(claim, True, known)], known)
         from .walk import verify
         return verify(doc, f"{path}: ", bound.get("maxout"), bound.get("transformer"), smt)
@@ -43,12 +46,19 @@ def check_file(path, smt: bool = False, **bound) -> Result:
     except Refuted as e:
         return Result(1, [(claim, False, str(e))], f"nothing is known: {e}")
 
+def recorded(doc: dict) -> str:
+    """A V1 certificate's recorded sources as data (JSON, control and non-ASCII characters escaped): what
+    the prover says it read, which no unbound check reads."""
+    sources = doc["claims"][0]["evidence"]["sources"]
+    return f"recorded sources (data from the certificate, not read): {json.dumps(sources, sort_keys=True)}"
+
+
 def add_parser(sub):
     p = sub.add_parser("check", help="re-verify certificates with the independent standard-library checker")
     p.add_argument("certificates", nargs="+", help="certificate files, or folders of *cert*.json(.gz) files")
     for role, what in (("maxout", "the embedded Maxout net"), ("transformer", "the embedded Transformer"),
                        ("a", "model A of an E1 certificate"), ("b", "model B of an E1 certificate"),
-                       ("net", "the network of a V1 certificate (JSON: read and compared; ONNX/.nnet/.pt: SHA-256)"),
+                       ("net", "the network of a V1 certificate (JSON, ONNX or .nnet: read and compared exactly)"),
                        ("property", "the VNN-LIB file of a V1 certificate (read and compared)")):
         p.add_argument(f"--{role}", metavar="FILE", help=f"bind: {what} must be this file's")
     p.add_argument("--smt", action="store_true", help="also prove the obligations with Z3, queries built from the models")
@@ -92,7 +102,7 @@ def run(args) -> int:
             continue
         print(f"{f}: " + ", ".join(f"{c} {'holds' if h else 'FAILS'}" for c, h, _ in r.claims))
         print("".join(f"  {c}: {words}\n" for c, h, words in r.claims if not h or args.verbose), end="")
-        print(f"{f}: {r.known}", flush=True)
+        print("".join(f"{f}: {line}\n" for line in r.known.split("\n")), end="", flush=True)
     if len(files) > 1:
         print(f"{sum(h for r in results for _, h, _ in r.claims)} of {sum(len(r.claims) for r in results)} claims "
               f"hold in {sum(r.ok for r in results)} of {len(files)} certificates")
