@@ -24,7 +24,7 @@ NOT_CHECKED = 3
 
 THEOREMS = {
     "C1": {"C1": ["C1_hardmax_returns_max"]},
-    "C2": {"C3": ["C2_pair", "C2_off"]},
+    "C2": {"C3": ["C2_pair", "C2_off"], "C2": ["C2_pieces_block"]},
     "C3": {"C3": ["C3_construction_computes_maxout", "C3_on_box"],
            "Bounds": ["shifts_ok_sound", "C3_checked"]},
     "C4": {"C4": ["C4_sizes"]},

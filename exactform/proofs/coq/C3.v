@@ -203,7 +203,7 @@ Lemma pieces_sum : forall t r, (t < T)%nat ->
   block_eval hardmax T (lwidth T N) (pieces_block T N nin L R0) X t r
   = X t r + rsum (units L) (fun i => if (r =? c_z T N i)%nat then a i t else 0).
 Proof.
-  intros t r Ht. unfold pieces_block, block_eval, ff_eval. cbn [hid w1 b1 w2 b2]. cbv beta zeta.
+  intros t r Ht. unfold pieces_block, pieces_ffb, block_eval, ff_eval. cbn [hid w1 b1 w2 b2]. cbv beta zeta.
   rewrite Q2R0, Rplus_0_r. f_equal.
   replace (2 * units L * T)%nat with (2 * (units L * T))%nat by lia.
   rewrite rsum_pairs, rsum_mul. apply rsum_ext. intros i Hi.

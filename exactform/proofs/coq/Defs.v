@@ -167,8 +167,8 @@ Definition in_h (T n c : nat) : bool := (1 + T <=? c) && (c <? 1 + T + n).
 
 (** Pieces block of a layer with [nin] inputs and shifts [R i j]: hidden unit k = 2(iT + j) + s
     is ReLU(sgn(s)·a_ij(h) − R_ij c_j), written to z_i with sign sgn(s). *)
-Definition pieces_block (T N nin : nat) (L : layer) (R : nat -> nat -> Q) : block :=
-  FF {| hid := 2 * units L * T;
+Definition pieces_ffb (T N nin : nat) (L : layer) (R : nat -> nat -> Q) : ffb :=
+  {| hid := 2 * units L * T;
         w1 := fun k c => let p := k / 2 in let i := p / T in let j := p mod T in
               if c =? c_shift j then (- R i j)%Q
               else if in_h T nin c then (sgn (k mod 2) * wt L i (pad (rank L i) j) (c - (1 + T)))%Q
@@ -177,6 +177,9 @@ Definition pieces_block (T N nin : nat) (L : layer) (R : nat -> nat -> Q) : bloc
               (sgn (k mod 2) * bs L i (pad (rank L i) j))%Q;
         w2 := fun r k => if r =? c_z T N (k / 2 / T) then sgn (k mod 2) else 0%Q;
         b2 := fun _ => 0%Q |}.
+
+Definition pieces_block (T N nin : nat) (L : layer) (R : nat -> nat -> Q) : block :=
+  FF (pieces_ffb T N nin L R).
 
 (** Max block: head i has query = the constant, key = value = z_i, output into out_i. *)
 Definition max_head (T N i : nat) : head :=
