@@ -27,7 +27,7 @@ THEOREMS = {
     "C2": {"C3": ["C2_pair", "C2_off"], "C2": ["C2_pieces_block"]},
     "C3": {"C3": ["C3_construction_computes_maxout", "C3_on_box"],
            "Bounds": ["shifts_ok_sound", "C3_checked"]},
-    "C4": {"C4": ["C4_sizes"]},
+    "C4": {"C4": ["C4_sizes", "C4_params_polynomial"]},
     "C5": {"C5": ["C5_lemma_a", "C5_head_bounds", "C5_head_perturbation", "C5_max_perturbation", "C5_head_error"]},
 }
 """Per claim: its Coq modules, each with its main theorems."""

@@ -77,3 +77,58 @@ Proof.
   rewrite layer_blocks_length, layer_blocks_hidden, layer_blocks_heads, layer_blocks_params.
   unfold closed_params, lwidth. repeat split; try reflexivity. fold T N. nia.
 Qed.
+
+(** * The size against the net: a polynomial in its widths, ranks and depth *)
+
+Lemma sum_cons : forall a l, sum (a :: l) = a + sum l.
+Proof. reflexivity. Qed.
+
+Lemma hidden_params_le : forall T N w ns nin, nin <= N -> (forall n, In n ns -> n <= N) ->
+  sum (map (fun h => 2 * h * w + h + w) (closed_hidden T nin ns))
+  <= length ns * ((4 * N * T + 12 * N + 2) * w + 2 * N * T + 6 * N).
+Proof.
+  induction ns as [|n ns IH]; intros nin Hnin Hns; [simpl; lia | ].
+  cbn [closed_hidden map length]. rewrite !sum_cons.
+  assert (Hn : n <= N) by (apply Hns; left; reflexivity).
+  specialize (IH n Hn (fun m Hm => Hns m (or_intror Hm))).
+  assert (A1 : n * T * w <= N * T * w) by (apply Nat.mul_le_mono_r, Nat.mul_le_mono_r; auto).
+  assert (A2 : n * T <= N * T) by (apply Nat.mul_le_mono_r; auto).
+  assert (A3 : n * w <= N * w) by (apply Nat.mul_le_mono_r; auto).
+  assert (A4 : nin * w <= N * w) by (apply Nat.mul_le_mono_r; auto).
+  set (K := (4 * N * T + 12 * N + 2) * w + 2 * N * T + 6 * N) in *.
+  assert (Hstep : 2 * (2 * n * T) * w + 2 * n * T + w + (2 * (2 * (nin + 2 * n)) * w + 2 * (nin + 2 * n) + w) <= K).
+  { unfold K. nia. }
+  rewrite Nat.mul_succ_l. lia.
+Qed.
+
+Lemma sum_le : forall ns N, (forall n, In n ns -> n <= N) -> sum ns <= length ns * N.
+Proof.
+  induction ns as [|n ns IH]; intros N H; simpl; [lia | ].
+  pose proof (H n (or_introl eq_refl)). pose proof (IH N (fun m Hm => H m (or_intror Hm))). lia.
+Qed.
+
+Lemma widths_le_max : forall M n, In n (widths M) -> n <= max_width M.
+Proof.
+  intros M n. unfold max_width. generalize (widths M). induction l as [|a l IH]; simpl; [tauto | ].
+  intros [<-|H]; [lia | specialize (IH H); lia].
+Qed.
+
+(** With T the largest rank, N the largest width, L the depth, d inputs and o outputs, the
+    Transformer has at most w(d + T + o) + o + L((4NT + 16N + 2)w + 2NT + 6N) parameters,
+    w = 1 + T + 3N: O(L·N·T·(T + N)) beside the net's own Σ_ℓ Σ_i k_ℓi (n_{ℓ−1} + 1). *)
+Theorem C4_params_polynomial : forall (M : maxout) (Rs : shifts),
+  let T := max_rank M in let N := max_width M in let L := length (layers M) in
+  let w := 1 + T + 3 * N in
+  tf_params (construct M Rs)
+  <= w * (input_dim M + T + outputs M) + outputs M + L * ((4 * N * T + 16 * N + 2) * w + 2 * N * T + 6 * N).
+Proof.
+  intros M Rs T N L w. destruct (C4_sizes M Rs) as [_ [_ [_ [_ [_ E]]]]]. rewrite E. fold T N.
+  unfold closed_params. fold w.
+  assert (Hd : input_dim M <= N) by (apply widths_le_max; left; reflexivity).
+  assert (Hns : forall n, In n (map units (layers M)) -> n <= N) by (intros; apply widths_le_max; right; auto).
+  pose proof (hidden_params_le T N w (map units (layers M)) (input_dim M) Hd Hns) as H1.
+  pose proof (sum_le (map units (layers M)) N Hns) as H2.
+  rewrite map_length in H1, H2. fold L in H1, H2.
+  assert (H3 : 4 * w * sum (map units (layers M)) <= 4 * w * (L * N)) by (apply Nat.mul_le_mono_l; auto).
+  nia.
+Qed.
