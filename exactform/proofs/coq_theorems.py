@@ -28,7 +28,8 @@ THEOREMS = {
     "C3": {"C3": ["C3_construction_computes_maxout", "C3_on_box"],
            "Bounds": ["shifts_ok_sound", "C3_checked"]},
     "C4": {"C4": ["C4_sizes", "C4_params_polynomial"]},
-    "C5": {"C5": ["C5_lemma_a", "C5_head_bounds", "C5_head_perturbation", "C5_max_perturbation", "C5_head_error"]},
+    "C5": {"C5": ["C5_lemma_a", "C5_head_bounds", "C5_head_perturbation", "C5_max_perturbation", "C5_head_error"],
+           "C5Net": ["construction_under_rule", "C5_network", "C5_err_scale", "C5_network_eps"]},
 }
 """Per claim: its Coq modules, each with its main theorems."""
 
