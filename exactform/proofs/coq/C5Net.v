@@ -8,8 +8,10 @@
     the shift constants bound the pieces along that soft trajectory ([construction_under_rule]).
     Under softmax(λ) the average is within ln T/λ of the maximum ([C5_lemma_a]), and the maximum
     is Lipschitz in h with constant [lip] (the largest ℓ1 norm of a piece's weights); so the
-    error grows per layer as e_ℓ = lip_ℓ·e_{ℓ−1} + ln T/λ (e_0 = 0), and the hypothesis
-    |a_ij(h^{ℓ−1}(x))| + lip_ℓ·e_{ℓ−1} ≤ R_ij keeps the soft trajectory inside the shifts. *)
+    error grows per layer as e_ℓ = lip_ℓ·e_{ℓ−1} + ln T/λ (e_0 = 0), and the margin
+    |a_ij(h^{ℓ−1}(x))| + ‖W_ij‖₁·e_{ℓ−1} ≤ R_ij ([softmax_margin]; the padded piece of every
+    slot) keeps the soft trajectory inside the shifts. These are the recursion and the margin
+    test of `exactform softmax` (exactform/prove/softmax.py, with a rational U ≥ ln T). *)
 From Coq Require Import Reals QArith Qreals Lra Lia List Arith Bool.
 From Exactform Require Import Defs Sums C1 C3 C2 C5.
 Import ListNotations.
@@ -192,12 +194,16 @@ Definition lip (L : layer) (nin : nat) : R :=
 Fixpoint err_layers (T : nat) (lam : R) (nin : nat) (ls : list layer) (e : R) : R :=
   match ls with [] => e | L :: ls => err_layers T lam (units L) ls (lip L nin * e + ln (INR T) / lam) end.
 
-(** The margin: along the exact trajectory, |a_ij(h^{ℓ−1})| + lip_ℓ·e_{ℓ−1} ≤ R_ij. *)
+(** [norm1 L nin i j] = ‖W_ij‖₁. *)
+Definition norm1 (L : layer) (nin i j : nat) : R := rsum nin (fun c => Rabs (Q2R (wt L i j c))).
+
+(** The margin: along the exact trajectory, |a_ij(h^{ℓ−1})| + ‖W_ij‖₁·e_{ℓ−1} ≤ R_ij for the
+    padded piece of every slot. *)
 Fixpoint margin_hold (T : nat) (Rs : shifts) (lam : R) (l nin : nat) (ls : list layer) (h : nat -> R) (e : R) : Prop :=
   match ls with
   | [] => True
   | L :: ls => (forall i j, (i < units L)%nat -> (j < T)%nat ->
-                  Rabs (piece L nin h i (pad (rank L i) j)) + lip L nin * e <= Q2R (Rs l i j))
+                  Rabs (piece L nin h i (pad (rank L i) j)) + norm1 L nin i (pad (rank L i) j) * e <= Q2R (Rs l i j))
                /\ margin_hold T Rs lam (S l) (units L) ls (layer_eval L nin h) (lip L nin * e + ln (INR T) / lam)
   end.
 
@@ -236,6 +242,21 @@ Proof.
   replace (Q2R (a c) * h c - Q2R (a c) * h' c) with (Q2R (a c) * (h c - h' c)) by ring.
   rewrite Rabs_mult. apply Rmult_le_compat_l; [apply Rabs_pos | ].
   apply (vmax_ge n (fun c => Rabs (h c - h' c))). auto.
+Qed.
+
+Lemma vmax_diff_le : forall n (h h' : nat -> R) e, 0 <= e -> (forall c, (c < n)%nat -> Rabs (h c - h' c) <= e) ->
+  vmax n (fun c => Rabs (h c - h' c)) <= e.
+Proof. intros [|n] h h' e He H; [simpl; lra | ]. apply vmax_le; [lia | auto]. Qed.
+
+(** A piece moves by at most ‖W_ij‖₁·e, and so by at most lip·e, when its input moves by at most e. *)
+Lemma piece_moves_norm1 : forall L nin h h' i j e, 0 <= e ->
+  (forall c, (c < nin)%nat -> Rabs (h c - h' c) <= e) ->
+  Rabs (piece L nin h i j - piece L nin h' i j) <= norm1 L nin i j * e.
+Proof.
+  intros. unfold piece. replace (dot nin (wt L i j) h + Q2R (bs L i j) - (dot nin (wt L i j) h' + Q2R (bs L i j)))
+    with (dot nin (wt L i j) h - dot nin (wt L i j) h') by ring.
+  eapply Rle_trans; [apply dot_diff | ]. apply Rmult_le_compat_l; [apply rsum_nonneg; intros; apply Rabs_pos | ].
+  apply vmax_diff_le; auto.
 Qed.
 
 (** A piece moves by at most lip·e when its input moves by at most e. *)
@@ -320,8 +341,9 @@ Proof.
                  (lip L nin * e + ln (INR T) / lam) He' (fun L' HL' => Hr L' (or_intror HL')) Hh' Hm') as [A B].
     split; [split; [ | exact A] | exact B].
     intros i j Hi Hj. pose proof (Hm i j Hi Hj) as Hmij.
-    assert (HP : Rabs (piece L nin h' i (pad (rank L i) j) - piece L nin h i (pad (rank L i) j)) <= lip L nin * e).
-    { apply piece_moves; auto. apply pad_lt. apply (Hr L (or_introl eq_refl) i Hi). }
+    assert (HP : Rabs (piece L nin h' i (pad (rank L i) j) - piece L nin h i (pad (rank L i) j))
+                 <= norm1 L nin i (pad (rank L i) j) * e).
+    { apply piece_moves_norm1; auto. }
     pose proof (Rabs_triang (piece L nin h' i (pad (rank L i) j) - piece L nin h i (pad (rank L i) j))
                             (piece L nin h i (pad (rank L i) j))) as Ht.
     replace (piece L nin h' i (pad (rank L i) j) - piece L nin h i (pad (rank L i) j) + piece L nin h i (pad (rank L i) j))
