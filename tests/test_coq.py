@@ -233,3 +233,37 @@ def test_one_constant_below_its_bound_fails_in_coq(library, tmp_path):
     assert run_link(build, [(net, shifts, box)], "Fine").returncode == 0
     done = run_link(build, [(net, low, box)], "Quarter")
     assert done.returncode != 0 and REFUSED in done.stderr, done.stdout[-1000:] + done.stderr[-1000:]
+
+
+def test_the_scale_exactform_softmax_picks_meets_the_hypothesis_of_C5_network(tmp_path):
+    """``C5_network``'s hypothesis and bound, recomputed from its statement for the Transformer
+    ``exactform softmax --eps 1/100`` writes on each proof net: with e_0 = 0 and
+    e_ℓ = lip_ℓ·e_{ℓ−1} + U/λ (U ≥ ln T, so these e_ℓ dominate the theorem's), every slot's margin
+    B_ij + ‖W_{i,pad(j)}‖₁·e_{ℓ−1} ≤ R_ij (B_ij ≥ |a_ij| on the box, so ``softmax_margin`` holds at
+    every x of the domain), and every output's ``softmax_err`` Σ_c |A_oc|·e_L ≤ ε."""
+    import math
+
+    from exactform.geometry.bounds import magnitude, maxout_bounds
+    from exactform.prove.softmax import log_upper
+
+    eps = Fraction(1, 100)
+    for k, (name, net) in enumerate(nets().items()):
+        source, target = tmp_path / f"soft{k}.json", tmp_path / f"soft{k}.tf.json"
+        save(net, source)
+        assert main(["softmax", str(source), "--eps", "1/100", "-o", str(target)]) == 0, name
+        tf = load(target)
+        lam, T = Fraction(tf.attention), net.max_rank
+        assert lam > 0 and tf.tokens == T and tf.domain == net.domain, name
+        U = log_upper(T)
+        assert U >= 0 and math.exp(float(U)) >= T * (1 - 1e-12), name
+        shifts, pieces = compiled_shifts(net, tf), maxout_bounds(net).pieces
+        e = Fraction(0)
+        for l, layer in enumerate(net.layers):
+            norms = [[sum(abs(w) for w in piece) for piece in unit] for unit in layer.weight]
+            for i, rank in enumerate(layer.ranks):
+                for j in range(T):
+                    p = min(j, rank - 1)
+                    assert magnitude(pieces[l][i][p]) + norms[i][p] * e <= shifts[l][i][j], (name, l, i, j)
+            e = max(max(row) for row in norms) * e + U / lam
+        for row in net.readout_weight:
+            assert sum(abs(a) for a in row) * e <= eps, name
