@@ -1,4 +1,4 @@
-"""Writing files safely (standard library only, so the checker's reports can use it): outputs are
+"""Writing files safely (standard library only): outputs are
 checked before any work, and written atomically, so a failed or stopped command never leaves a
 half-written file and never replaces a folder, device or FIFO."""
 from __future__ import annotations

@@ -305,7 +305,7 @@ def test_2d_plot_numbers_each_cell_by_its_linear_region_and_names_the_output_dra
     from matplotlib.figure import Figure
 
     from exactform.geometry.regions import count_regions
-    from exactform.prove import region_plot
+    from exactform import plot as region_plot
     drawn = {}
     real = Figure.savefig
 

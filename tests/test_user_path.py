@@ -418,7 +418,7 @@ def test_plots(tmp_path, capsys):
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    from exactform.prove import region_plot
+    from exactform import plot as region_plot
     from exactform.geometry.regions import count_regions
     drawn = {}
     monkey_save = plt.Figure.savefig

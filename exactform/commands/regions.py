@@ -72,7 +72,7 @@ def run(args) -> int:
     except (NotPiecewiseLinear, ValueError) as e:
         raise InputError(args.model, "", str(e)) from None
     if args.plot:
-        from ..prove.region_plot import plot_regions
+        from ..plot import plot_regions
         plot_regions(result, args.plot)
     if args.json:
         print(json.dumps(result.to_json(), sort_keys=True))

@@ -3,8 +3,8 @@ breakpoints (matplotlib, Agg backend; presentation only —
 every number drawn comes from the exact cells, converted to float for drawing)."""
 from __future__ import annotations
 
-from ..geometry.cells import evaluate
-from ..geometry.regions import RegionCount
+from .geometry.cells import evaluate
+from .geometry.regions import RegionCount
 
 
 def plot_regions(result: RegionCount, path: str, title: str = "") -> None:
@@ -38,8 +38,8 @@ def plot_regions(result: RegionCount, path: str, title: str = "") -> None:
         import matplotlib.tri as mtri
         from matplotlib.collections import PolyCollection
 
-        from ..geometry.facets import adjacent_pairs
-        from ..geometry.regions import component_labels
+        from .geometry.facets import adjacent_pairs
+        from .geometry.regions import component_labels
         xs, ys, zs, triangles = [], [], [], []
         for p in pieces:
             first = len(xs)
