@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 $(BIN)/exactform: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(BIN)/pip install -q --retries 1 torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
@@ -16,8 +16,10 @@ $(BIN)/exactform: pyproject.toml
 demo: $(BIN)/exactform
 	PATH=$(CURDIR)/$(BIN):$$PATH bash examples/run.sh
 
+# The whole suite, on every core (pytest-xdist; a test file stays on one worker), and its wall time.
 test: $(BIN)/exactform
-	$(BIN)/python -m pytest
+	@start=$$(date +%s); $(BIN)/python -m pytest -n auto --dist loadfile; code=$$?; \
+	echo "make test: $$(( $$(date +%s) - start )) s wall"; exit $$code
 
 bench: $(BIN)/exactform
 	$(BIN)/python -m benchmarks
