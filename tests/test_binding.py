@@ -273,7 +273,7 @@ def test_networks_beyond_the_subset_are_refused_naming_the_imported_json(tmp_pat
     half = helper.make_tensor("W", TensorProto.FLOAT16, [2, 2], [1, 2, 3, 4])
     refused(graph_of(tmp_path, [helper.make_node("MatMul", ["x", "W"], ["h"]), relu], [half]), "float (1)")
     nan = helper.make_tensor("W", TensorProto.FLOAT, [2, 2], [1, float("nan"), 3, 4])
-    refused(graph_of(tmp_path, [helper.make_node("MatMul", ["x", "W"], ["h"]), relu], [nan]), "entry [1] is nan")
+    refused(graph_of(tmp_path, [helper.make_node("MatMul", ["x", "W"], ["h"]), relu], [nan]), "initializer 'W'[1]: nan")
 
 
 def hostile_tensor(dims, data_type=1, raw=b"\0" * 4, **fields) -> bytes:

@@ -11,9 +11,9 @@ from fractions import Fraction
 
 from . import vnnlib
 from .cost import beyond, weight
-from .reader import MAX_LENGTH, ONE, Malformed, charge, combine
+from .reader import MAX_LENGTH, ONE, Malformed, combine
 
-MAX_WEIGHTS = 2 * 10 ** 6       # weights and tensor entries of one network file (ACAS Xu: 13,050)
+MAX_WEIGHTS = 2 * 10 ** 6       # weights, tensor entries and results built from one network file (ACAS Xu: 13,050)
 IMPORTED_JSON = "bind the certificate to the imported network instead: exactform import NET -o net.json, then --net net.json"
 
 
@@ -67,7 +67,7 @@ def read_nnet(path) -> tuple:
                         f"{inputs} and outputSize {outputs}")
     if layers < 2:
         raise Malformed(f"{path}: header: no hidden (ReLU) layer; {IMPORTED_JSON}")
-    if charge(sum(a * b for a, b in zip(sizes, sizes[1:])), f"{path}: layer sizes") > MAX_WEIGHTS:
+    if sum(a * b for a, b in zip(sizes, sizes[1:])) > MAX_WEIGHTS:
         raise Malformed(f"{path}: layer sizes: more than {MAX_WEIGHTS} weights, beyond the checker's limit")
     numbers(None, "the symmetric flag")
     clip = list(zip(numbers(inputs, "the input minimums"), numbers(inputs, "the input maximums")))

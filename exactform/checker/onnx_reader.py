@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 from .cost import beyond, weight
 from .nnet_reader import IMPORTED_JSON, MAX_WEIGHTS, piece, relu_layer
-from .reader import MAX_BYTES, ONE, Malformed, charge, combine
+from .reader import MAX_BYTES, ONE, Malformed, combine
 
 MAX_FIELDS = 10 ** 6         # protobuf fields kept while reading one file
 MAX_RANK = 64                # a tensor's dims, a Reshape's shape
@@ -48,7 +48,7 @@ class Wire:
     """The protobuf wire format of one file: fields kept, failures named ``path: where: message``."""
 
     def __init__(self, path):
-        self.path, self.kept = path, 0
+        self.path, self.kept, self.entries = path, 0, 0
 
     def fail(self, where: str, message: str):
         raise Malformed(f"{self.path}: {where}: {message}")
@@ -59,7 +59,8 @@ class Wire:
             if pos >= len(data):
                 self.fail(where, "a varint runs past the end of its message")
             byte = data[pos]
-            value, pos, shift = value | (byte & 0x7F) << shift, pos + 1, shift + 7
+            value |= (byte & 0x7F) << shift
+            pos, shift = pos + 1, shift + 7
             if byte < 0x80:
                 break
             if shift >= 70:
@@ -142,8 +143,15 @@ class Wire:
             self.fail(where, f"not a list of {8 * size}-bit floats")
         return b"".join(bytes(v) for _, v in msg.get(number, []))
 
+    def count(self, entries: int, where: str) -> int:
+        """Account for ``entries`` about to be materialised (tensors, results): at most ``MAX_WEIGHTS`` in a file."""
+        self.entries += entries
+        if self.entries > MAX_WEIGHTS:
+            self.fail(where, f"more than {MAX_WEIGHTS} tensor entries in the file, beyond the checker's limit")
+        return entries
+
     def tensor(self, data, where: str) -> Const:
-        """A float, double or int64 tensor, its entries counted and charged before they are decoded."""
+        """A float, double or int64 tensor, its entries counted before they are decoded."""
         t = self.message(data, where, {1: "dims", 2: "data_type", 3: "segment", 4: "float_data", 5: "int32_data",
                                        6: "string_data", 7: "int64_data", 9: "raw_data", 10: "double_data",
                                        11: "uint64_data", 13: "external_data", 14: "data_location"})
@@ -152,7 +160,7 @@ class Wire:
         own = {FLOAT: 4, INT64: 7, DOUBLE: 10}.get(dtype)
         if own is None:
             self.fail(f"{where}.data_type", f"{dtype}: the checker reads float (1), int64 (7) and double (11) tensors")
-        stored = sorted(k for k in t if k not in (1, 2))
+        stored = sorted(k for k in t if k not in (1, 2, 14))
         if self.one(t, 14, 0, f"{where}.data_location", 0) or any(k in (3, 13) for k in stored):
             self.fail(where, "external or segmented data: the checker reads tensors stored in the file")
         if stored not in ([], [9], [own]):
@@ -160,22 +168,28 @@ class Wire:
         if any(d < 0 for d in dims):
             self.fail(f"{where}.dims", f"a negative dimension in {dims}")
         count, size = math.prod(dims), 4 if dtype == FLOAT else 8
-        if own in stored:
-            raw = self.floats(t, own, size, f"{where}.data") if dtype != INT64 else \
-                struct.pack(f"<{len(ints := self.integers(t, own, f'{where}.int64_data'))}q", *ints)
-        else:
+        if own not in stored:
             raw = bytes(self.one(t, 9, 2, f"{where}.raw_data", b""))
+        elif dtype == INT64:
+            integers = self.integers(t, own, f"{where}.int64_data")
+            raw = struct.pack(f"<{len(integers)}q", *integers)
+        else:
+            raw = self.floats(t, own, size, f"{where}.data")
         if count * size != len(raw):
             self.fail(where, f"the dims {dims} declare {count} entries, its data holds {len(raw) // size}")
-        if charge(count, where) > MAX_WEIGHTS:
-            self.fail(where, f"more than {MAX_WEIGHTS} entries, beyond the checker's limit")
-        values = struct.unpack(f"<{count}{'f' if dtype == FLOAT else 'd' if dtype == DOUBLE else 'q'}", raw)
+        if dtype == INT64 and count > MAX_RANK:
+            self.fail(where, f"an int64 tensor of {count} entries: the checker reads int64 only as a Reshape's shape, "
+                             f"of at most {MAX_RANK}")
+        values = struct.unpack(f"<{self.count(count, where)}{({FLOAT: 'f', DOUBLE: 'd', INT64: 'q'})[dtype]}", raw)
         if dtype == INT64:
             return Const(tuple(dims), list(values), True)
-        for i, x in enumerate(values):
-            if not math.isfinite(x):
-                self.fail(where, f"entry [{i}] is {x} (only finite numbers are exact)")
-        return Const(tuple(dims), [Fraction(x) for x in values], False)
+        return Const(tuple(dims), [self.exact(x, f"{where}[{i}]") for i, x in enumerate(values)], False)
+
+    def exact(self, x: float, where: str) -> Fraction:
+        """The rational value of a finite float."""
+        if not math.isfinite(x):
+            self.fail(where, f"{x} (only finite numbers are exact)")
+        return Fraction(x)
 
 
 def signed(v: int) -> int:
@@ -219,7 +233,7 @@ def read_onnx(path) -> tuple:
     if len(outputs) != 1:
         wire.fail("graph.output", f"{len(outputs)} outputs, expected one")
     net = Graph(path, wire, pending, math.prod(shape))
-    net.values[name] = Var(shape, [{i: Fraction(1)} for i in range(charge(net.inputs, "the input"))], 0)
+    net.values[name] = Var(shape, [{i: Fraction(1)} for i in range(wire.count(net.inputs, "the input"))], 0)
     for k, data in enumerate(wire.many(graph, 1, "graph.node")):
         net.node(data, k)
     out = net.value(outputs[0], "graph.output")
@@ -254,8 +268,6 @@ def network_input(wire: Wire, graph: dict, constants: dict) -> tuple:
         if size <= 0 and not (i == 0 and len(dims) > 1):
             wire.fail(f"{where}.shape.dim[{i}]", "no static size")
         shape.append(size if size > 0 else 1)
-    if math.prod(shape) > MAX_WEIGHTS:
-        wire.fail(f"{where}.shape", f"{math.prod(shape)} entries, beyond the checker's limit")
     return wire.string(info[1][0][1], f"{where}.name"), tuple(shape)
 
 
@@ -264,7 +276,7 @@ class Graph:
 
     def __init__(self, path, wire: Wire, pending: dict, inputs: int):
         self.path, self.wire, self.pending, self.inputs = path, wire, pending, inputs
-        self.values, self.layers, self.work, self.bits = {}, [], 0, 0
+        self.values, self.layers, self.work, self.bits, self.where = {}, [], 0, 0, "graph"
 
     def value(self, name: str, where: str):
         if name in self.pending:
@@ -295,21 +307,7 @@ class Graph:
         outputs = [wire.string(v, f"{where}.output") for v in wire.many(node, 2, f"{where}.output")]
         if len(names) not in ARITY.get(op, (1,)) or len(outputs) != 1:
             wire.fail(where, f"{len(names)} inputs and {len(outputs)} outputs")
-        attrs = {}
-        for i, a in enumerate(wire.many(node, 5, f"{where}.attribute")):
-            at = f"{where}.attribute[{i}]"
-            attr = wire.message(a, at, {1: "name", 2: "f", 3: "i", 5: "t", 20: "type"})
-            name = wire.text(attr, 1, f"{at}.name")
-            field = ATTRIBUTES[op].get(name)
-            if field is None or name in attrs:
-                wire.fail(at, f"attribute {name[:40]!r}: {op} is read with {sorted(ATTRIBUTES[op]) or 'none'}, once each; "
-                          f"{IMPORTED_JSON}")
-            kind = wire.one(attr, 20, 0, f"{at}.type", None)
-            if kind is not None and kind != {2: 1, 3: 2, 5: 4}[field] or field not in attr:
-                wire.fail(at, f"attribute {name!r}: expected a {({2: 'float', 3: 'integer', 5: 'tensor'})[field]} value")
-            value = wire.one(attr, field, {2: 5, 3: 0, 5: 2}[field], f"{at}.{name}")
-            attrs[name] = Fraction(struct.unpack("<f", value)[0]) if field == 2 else \
-                signed(value) if field == 3 else wire.tensor(value, f"{at}.t")
+        attrs = self.attributes(wire.many(node, 5, f"{where}.attribute"), op, where)
         if outputs[0] in self.values or outputs[0] in self.pending:
             wire.fail(where, f"the output {outputs[0][:80]!r} is already a value")
         if "" in names[:2] or op == "Constant" and "value" not in attrs:
@@ -324,6 +322,27 @@ class Graph:
             if str(e).startswith(f"{self.path}: "):
                 raise
             wire.fail(where, str(e))
+
+    def attributes(self, attributes: list, op: str, where: str) -> dict:
+        """{name: value} of a node's attributes, each one of ``ATTRIBUTES[op]``, at most once, of its type."""
+        wire, out = self.wire, {}
+        for i, data in enumerate(attributes):
+            at = f"{where}.attribute[{i}]"
+            attr = wire.message(data, at, {1: "name", 2: "f", 3: "i", 5: "t", 20: "type"})
+            name = wire.text(attr, 1, f"{at}.name")
+            field = ATTRIBUTES[op].get(name)
+            if field is None or name in out:
+                wire.fail(at, f"attribute {name[:40]!r}: {op} is read with {sorted(ATTRIBUTES[op]) or 'none'}, once each; "
+                          f"{IMPORTED_JSON}")
+            kind = wire.one(attr, 20, 0, f"{at}.type", None)
+            if kind is not None and kind != {2: 1, 3: 2, 5: 4}[field] or field not in attr:
+                wire.fail(at, f"attribute {name!r}: expected a {({2: 'float', 3: 'integer', 5: 'tensor'})[field]} value")
+            value = wire.one(attr, field, {2: 5, 3: 0, 5: 2}[field], f"{at}.{name}")
+            if field == 2:
+                out[name] = wire.exact(struct.unpack("<f", value)[0], f"{at}.f")
+            else:
+                out[name] = signed(value) if field == 3 else wire.tensor(value, f"{at}.t")
+        return out
 
     def fail(self, message: str):
         self.wire.fail(self.where, message)
@@ -351,8 +370,7 @@ class Graph:
             if len(sizes) > 1:
                 self.fail(f"shapes {[list(s) for s in shapes]} do not broadcast")
             out.append(sizes.pop() if sizes else 1)
-        if charge(math.prod(out), f"{self.path}: {self.where}") > MAX_WEIGHTS:
-            self.fail(f"a result of {math.prod(out)} entries, beyond the checker's limit")
+        self.wire.count(math.prod(out), self.where)
         maps = []
         for p in padded:
             strides, step = [], 1
@@ -410,7 +428,7 @@ class Graph:
         w = self.numeric(b).values
         columns = [[(scale * w[i * n + j], i) for i in range(k) if w[i * n + j]] for j in range(n)]
         rows = [a.forms[r * k:(r + 1) * k] for r in range(len(a.forms) // k)]
-        charge(len(rows) * n, f"{self.path}: {self.where}")
+        self.wire.count(len(rows) * n, self.where)
         self.charge(sum(len(row[i]) for row in rows for col in columns for _, i in col))
         bias = bias or [0] * (len(rows) * n)
         return Var(a.shape[:-1] + (n,), [combine([(c, row[i]) for c, i in col], bias[r * n + j])
