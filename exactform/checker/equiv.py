@@ -227,6 +227,18 @@ def implied(cons: list, h: dict, strict: bool, w: dict) -> bool:
     return not any(r.values()) and (c > 0 or (c == 0 and (not strict or positive)))
 
 
+def covering(g: dict, node: dict, at: str) -> list:
+    """The children of a split at the affine row g, each with the constraint it adds to its cell:
+    ``[(child, where, (form, kind))]``, two children g ≥ 0, g ≤ 0 or three g > 0, g = 0, g < 0 (E1 and V1,
+    docs/equiv.md, spec §8): every point of the cell is in one child's, whatever g is."""
+    children = items(node.get("children"), f"{at}.children")
+    neg = negated(g)
+    parts = {2: [(g, "ge"), (neg, "ge")], 3: [(g, "gt"), (g, "eq"), (neg, "gt")]}.get(len(children))
+    if parts is None:
+        raise Malformed(f"{at}.children: expected 2 (g ≥ 0, g ≤ 0) or 3 (g > 0, g = 0, g < 0)")
+    return [(c, f"{at}.children[{i}]", p) for i, (c, p) in enumerate(zip(children, parts))]
+
+
 def box_constraints(cube: list) -> list:
     """The box as the cell constraints x_i − lower_i ≥ 0, upper_i − x_i ≥ 0 (indices 2i, 2i + 1)."""
     return [c for i, (lo, hi) in enumerate(cube)
@@ -303,12 +315,7 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
                     shows(h, kind == "hardmax" and not tie, wi, at_w)
             decided[kind, tuple(sorted(map(key, fs)))] = key(fs[top[0]]) if kind == "max" else {key(fs[i]) for i in top}
         if "split" in node:
-            g, children = xform(node["split"], f"{at}.split"), items(node.get("children"), f"{at}.children")
-            neg = negated(g)
-            parts = {2: [(g, "ge"), (neg, "ge")], 3: [(g, "gt"), (g, "eq"), (neg, "gt")]}.get(len(children))
-            if parts is None:
-                raise Malformed(f"{at}.children: expected 2 (g ≥ 0, g ≤ 0) or 3 (g > 0, g = 0, g < 0)")
-            stack += [(c, f"{at}.children[{i}]", cons + [p], decided) for i, (c, p) in enumerate(zip(children, parts))]
+            stack += [(c, where, cons + [p], decided) for c, where, p in covering(xform(node["split"], f"{at}.split"), node, at)]
         elif "empty" in node:
             shows({}, True, node["empty"], f"{at}.empty")
         elif "relaxed" in node:

@@ -275,6 +275,35 @@ def tightening(node: dict, at: str, F, related: list) -> dict:
     return out
 
 
+def _normal(form: dict) -> tuple:
+    """``(key, c)``: the form divided by c, the coefficient of its last variable (``key``: its entries
+    sorted), so that forms with equal keys are multiples of each other, form = c·key."""
+    c = form[max(k for k in form if k != ONE)]
+    return tuple(sorted((k, a / c) for k, a in form.items())), c
+
+
+def gap_signs(F, rows: list) -> dict:
+    """``{k: [side]}``: the two-piece max nodes k whose gap g = p − q is a multiple of one of ``rows``
+    (forms r with r ≥ 0 on a leaf), r = μ·g: g ≥ 0 there if μ > 0 (side 0), g ≤ 0 if μ < 0 (side 1)."""
+    normals = F.__dict__.get("gap_normals")
+    if normals is None:                     # once per table: each gap's key
+        normals = F.gap_normals = {}
+        for k, (kind, data) in enumerate(F.nodes):
+            g = combine([(1, dict(data[0])), (-1, dict(data[1]))]) if kind == "max" and len(data) == 2 else {}
+            if any(v != ONE for v in g):
+                key, c = _normal(g)
+                normals[key] = (k, c)
+    out: dict = {}
+    for r in rows:
+        if all(v == ONE for v in r):
+            continue
+        key, mu = _normal(r)
+        if key in normals:
+            k, c = normals[key]
+            out.setdefault(k, []).append(0 if (mu > 0) == (c > 0) else 1)
+    return out
+
+
 def layout(F, pairs: int, atoms: int) -> tuple[list, list]:
     """The leaf's rows as ``(node, slot in its group)`` (node None: the box, −2: pairs' rows over x, −3:
     pairs' rows over the variables, −1: atoms), and per node the index of its first row."""
@@ -296,24 +325,31 @@ class LeafRows:
     [hl, hu] (``hinges``), slopes rounded up (δ_j both ways for a pair fixed to piece j); then the atoms.
 
     ``tight``: ``{key: [side]}``: node k's gap g = p − q (key k) or pair n's h (key ``("h", n)``) to meet,
-    below (side 0) or above (1), with its back-substitution bound (``backsubstituted``) before any use."""
+    below (side 0) or above (1), with its back-substitution bound (``backsubstituted``) before any use.
+    ``signs``: ``{k: [side]}`` (``gap_signs``): node k's gap met with 0 below (side 0: g ≥ 0 on the leaf) or
+    above (side 1), where the rows of the leaf's affine splits (among ``atoms``) say so."""
 
-    def __init__(self, F, cube: list, atoms: list, pairs: list = (), tight: dict | None = None):
+    def __init__(self, F, cube: list, atoms: list, pairs: list = (), tight: dict | None = None, signs: dict | None = None):
         cube = [(outward(lo, False), outward(hi, True)) for lo, hi in cube]      # a dyadic box around the leaf's
         self.F, self.cube, self.atoms, self.pairs, self.tight = F, cube, atoms, pairs, tight or {}
+        self.signs = signs or {}
         self.slots, self.starts = layout(F, len(pairs), len(atoms))
         self.chords_at, self.second, self.lows = len(self.slots) - len(atoms) - 2 * len(pairs), {p[2]: n for n, p in enumerate(pairs)}, {}
         self.built, self.integers, self.plan = {}, {}, relaxation_plan(F, pairs)
         self.shared = F.__dict__.setdefault("relaxation_rows", {}).setdefault(tuple((p[0], p[2]) for p in pairs), {})
-        self.bounds, self.gaps, self.diffs, self.hinges = node_bounds(F, cube, pairs, self._tightened if self.tight else None)
+        tighten = self._tightened if self.tight or self.signs else None
+        self.bounds, self.gaps, self.diffs, self.hinges = node_bounds(F, cube, pairs, tighten)
 
     def _tightened(self, key, lo: Fraction, hi: Fraction, state: tuple) -> tuple:
-        """[lo, hi] of ``key`` met with its back-substitution bounds on the sides ``tight`` names."""
+        """[lo, hi] of ``key`` met with its back-substitution bounds on the sides ``tight`` names, then with
+        0 on the sides ``signs`` names (a gap of one sign on the leaf's region)."""
         self.bounds, self.gaps, self.diffs, self.hinges = state
-        f = self.hinge(key[1]) if isinstance(key, tuple) else self.gap(key)
         for side in self.tight.get(key, ()):
+            f = self.hinge(key[1]) if isinstance(key, tuple) else self.gap(key)
             top = self.backsubstituted(f, 1 if side else -1)
             lo, hi = (lo, min(hi, outward(top, True))) if side else (max(lo, outward(-top, False)), hi)
+        for side in self.signs.get(key, ()):
+            lo, hi = (lo, min(hi, Fraction(0))) if side else (max(lo, Fraction(0)), hi)
         return lo, hi
 
     def backsubstituted(self, f: dict, sign: int) -> Fraction:

@@ -16,9 +16,9 @@ import json
 from fractions import Fraction
 
 from .cost import REFINE, beyond
-from .equiv import Forms, outputs, read_model
+from .equiv import Forms, covering, outputs, read_model
 from . import vnnlib
-from .relax import LeafRows, infeasible, tightening
+from .relax import LeafRows, gap_signs, infeasible, tightening
 from .reader import FORMAT, ONE, Malformed, Refuted, box, combine, fields, integer, items, load, rational, row, spent
 from .reader import read_maxout, read_transformer
 
@@ -161,7 +161,7 @@ def _count(trees: list) -> int:
         if (seen := seen + 1) > MAX_TREE:
             raise Malformed(f"more than {MAX_TREE} tree nodes")
         if isinstance(node, dict) and "split" in node:
-            fields(node, at, ("split", "at", "children"))
+            fields(node, at, ("split", "children"), ("at",))
             stack += [(c, f"{at}.children[{i}]") for i, c in enumerate(items(node["children"], f"{at}.children", 2))]
         else:
             tight = fields(node, at, ("witness",), ("tighten",)).get("tighten", [])
@@ -213,10 +213,11 @@ def check(cert: dict, name: str, net_file=None, property_file=None) -> str:
     for k, ((cube, atoms), tree) in enumerate(zip(disjuncts, trees)):
         F = Forms(cube)
         forms = [atom_form(a, d, outputs(F, model)) for a in atoms]
-        stack = [(tree, f"trees[{k}]", cube)]
+        stack = [(tree, f"trees[{k}]", cube, [])]
         while stack:
-            node, at, leaf_box = stack.pop()
-            if "split" in node:
+            node, at, leaf_box, cuts = stack.pop()
+            if "split" in node and type(node["split"]) is int:        # at a coordinate: the box's halves
+                fields(node, at, ("split", "at", "children"))
                 i = integer(node["split"], f"{at}.split", 0, d - 1)
                 c = rational(node["at"], f"{at}.at")
                 lo, hi = leaf_box[i]
@@ -224,10 +225,16 @@ def check(cert: dict, name: str, net_file=None, property_file=None) -> str:
                     raise Refuted(f"{name}: {at}: the split x_{i} = {c} is outside the cell's [{lo}, {hi}]")
                 below, above = list(leaf_box), list(leaf_box)
                 below[i], above[i] = (lo, c), (c, hi)
-                stack += [(node["children"][0], f"{at}.children[0]", below),
-                          (node["children"][1], f"{at}.children[1]", above)]
+                stack += [(node["children"][0], f"{at}.children[0]", below, cuts),
+                          (node["children"][1], f"{at}.children[1]", above, cuts)]
                 continue
-            rows = LeafRows(F, leaf_box, forms, (), tightening(node, at, F, []))
+            if "split" in node:                 # at an affine row of the variables: its rows join the cell's
+                fields(node, at, ("split", "children"))
+                n = d + len(F.nodes)
+                g = {ONE if v == n else v: q for v, q in row(node["split"], f"{at}.split", n + 1).items()}
+                stack += [(child, where, leaf_box, cuts + [form]) for child, where, (form, _) in covering(g, node, at)]
+                continue
+            rows = LeafRows(F, leaf_box, forms + cuts, (), tightening(node, at, F, []), gap_signs(F, cuts))
             if not infeasible(rows, row(node["witness"], f"{at}.witness", len(rows))):
                 raise Refuted(f"{name}: {at}: the witness does not show the leaf's rows infeasible")
     return said + bound

@@ -30,12 +30,13 @@ from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
 from threadpoolctl import threadpool_limits
 
-from ..checker.equiv import Forms, outputs, read_model
-from ..checker.relax import LeafRows, infeasible, relaxation_plan
+from ..checker.equiv import Forms, negated, outputs, read_model
+from ..checker.relax import LeafRows, gap_signs, infeasible, relaxation_plan
 from ..checker.verify_cert import CLAIM, KIND, atom_form, loosened, statement
 from ..checker.reader import FORMAT, ONE, combine
 from ..checker.vnnlib import rows
 from ..numbers import format_rational
+from .exact_leaf import first_relaxed, leaf_lp
 
 MARGIN = 1e-9          # a float bound (an atom's, or −t* of the LP) above −MARGIN is not worth an exact attempt
 SHRINK = 0.1          # a back-substitution bound is stated where it makes a gap or a pair's h stable or narrower by this part
@@ -300,11 +301,12 @@ class Disjunct:
         disjunct there)."""
         return min((self.atom_plan(j, bounds) for j in range(len(self.forms))), key=lambda plan: plan[0], default=(0.0, None, None))
 
-    def bounds(self, lo: np.ndarray, hi: np.ndarray, tighten: bool = False) -> tuple:
+    def bounds(self, lo: np.ndarray, hi: np.ndarray, tighten: bool = False, signs: dict | None = None) -> tuple:
         """``relax.node_bounds`` in floating point (no outward rounding: a guide only): ``(L, U, gaps,
         dfns, tight, hinges)``; with ``tighten``, each two-piece node's gap and pair's h met with its
         back-substitution bounds (``backsubstitution``, ``_met``), ``tight`` the sides stated
-        (``{key: [side]}``, ``LeafRows.tight``).  A run's forms are bounded together (``_run_forms``)."""
+        (``{key: [side]}``, ``LeafRows.tight``); then each gap met with 0 on the sides ``signs`` names (the
+        cell's affine splits, ``relax.gap_signs``).  A run's forms are bounded together (``_run_forms``)."""
         d = self.d
         n = d + self.N
         LO, UP = np.zeros((n, d + 1)), np.zeros((n, d + 1))
@@ -334,6 +336,8 @@ class Disjunct:
                 below, above = low[values[j]], None
                 if g is not None:
                     gl, gu = _met(k, max(elo[g], ivs[0][0] - ivs[1][1]), min(eup[g], ivs[0][1] - ivs[1][0]), shown, tight)
+                    for side in (signs or {}).get(k, ()):
+                        gl, gu = (gl, min(gu, 0.0)) if side else (max(gl, 0.0), gu)
                     gaps[k] = (gl, gu)
                     if gl >= 0 or gu <= 0:
                         below, above = low[values[0 if gl >= 0 else 1]], high[values[0 if gl >= 0 else 1]]
@@ -375,6 +379,16 @@ class Disjunct:
                         DUP[j] += s * high[h]
                         DUP[j, d] -= s * hl
         return L, U, gaps, {j: (DLO[j], DUP[j]) for j in hinges}, tight, hinges
+
+    def fixed(self, bounds: tuple) -> bool:
+        """Whether the relaxation of the cell of ``bounds`` is the network itself (floats: a guide): every node
+        a max of two pieces whose gap has one sign."""
+        return len(bounds[2]) == self.N and all(gl >= 0 or gu <= 0 for gl, gu in bounds[2].values())
+
+    def gap(self, k: int) -> dict:
+        """Two-piece node k's gap p − q over the variables (``relax.LeafRows.gap``)."""
+        p, q = (dict(piece) for piece in self.F.nodes[k][1])
+        return combine([(1, p), (-1, q)])
 
     def lp(self, lo: np.ndarray, hi: np.ndarray, bounds: tuple, only: list | None = None):
         """``(−t*, multipliers, x*)`` of the leaf relaxation over the box [lo, hi] with ``bounds`` (floats;
@@ -511,7 +525,7 @@ class Search:
             trees = []
             for k, p in enumerate(problems):
                 root: dict = {}
-                cells = [(list(p.cube), root)]
+                cells = [(list(p.cube), root, [])]
                 workers = getattr(executor, "workers", 1)
                 if workers > 1:
                     cells = self._expand(p, k, cells, SUBTREES * workers)
@@ -519,8 +533,8 @@ class Search:
                         return self.out
                     if cells:
                         until = None if self.deadline is None else time.time() + self.deadline - time.monotonic()
-                        tasks = [(self.json, self.disjuncts[k], k, cube, until) for cube, _ in cells]
-                        for (_, node), sub in zip(cells, executor.map(_subtree_task, tasks)):
+                        tasks = [(self.json, self.disjuncts[k], k, cube, cuts, until) for cube, _, cuts in cells]
+                        for (_, node, _), sub in zip(cells, executor.map(_subtree_task, tasks)):
                             self.out.leaves, self.out.lps = self.out.leaves + sub.leaves, self.out.lps + sub.lps
                             self.out.inexact += sub.inexact
                             if sub.verdict != "unsat":
@@ -540,13 +554,19 @@ class Search:
     def _confirm(self, p: Disjunct, k: int, x: np.ndarray) -> bool:
         """Whether the float point x — rounded to 9 significant digits, else read exactly — clamped
         into the box violates the property exactly (then it is the outcome)."""
-        for point in ([Fraction(f"{float(v):.9g}") for v in x], [Fraction(float(v)) for v in x]):
-            point = [min(max(v, lo), hi) for v, (lo, hi) in zip(point, p.cube)]
-            y = list(self.exact(point))
-            values = point + y + [Fraction(1)]
-            if all(sum((q * values[i] for i, q in a.items()), Fraction(0)) >= 0 for a in self.disjuncts[k][1]):
-                self.out.verdict, self.out.x, self.out.y, self.out.disjunct = "sat", point, y, k
-                return True
+        return any(self._violates(k, [min(max(v, lo), hi) for v, (lo, hi) in zip(point, p.cube)])
+                   for point in ([Fraction(f"{float(v):.9g}") for v in x], [Fraction(float(v)) for v in x]))
+
+    def _violates(self, k: int, point: list) -> bool:
+        """Whether the exact ``point`` lies in disjunct k's box and violates the property there, the model
+        evaluated exactly (then it is the outcome, ``out``)."""
+        if any(not lo <= v <= hi for v, (lo, hi) in zip(point, self.disjuncts[k][0])):
+            return False
+        y = list(self.exact(point))
+        values = point + y + [Fraction(1)]
+        if all(sum((q * values[i] for i, q in a.items()), Fraction(0)) >= 0 for a in self.disjuncts[k][1]):
+            self.out.verdict, self.out.x, self.out.y, self.out.disjunct = "sat", point, y, k
+            return True
         return False
 
     def _attack(self, p: Disjunct, k: int, samples: int = 512, steps: int = 40) -> bool:
@@ -579,31 +599,34 @@ class Search:
 
     @ONE_THREAD
     def _expand(self, p: Disjunct, k: int, cells: list, wait: int | None = None) -> list | None:
-        """Close or split ``cells`` (``[(cube, tree node)]``, the node filled in place): depth first to
-        the end, or with ``wait``, breadth first until that many cells wait (returned); None when a
-        counterexample was found (``out``) or a cell could be neither closed nor split (unknown).  A split
-        cell's halves carry the float bounds the look-ahead computed for them."""
+        """Close or split ``cells`` (``[(cube, tree node, cuts)]``, the node filled in place; ``cuts``: the rows
+        g ≥ 0 of the affine splits above it): depth first to the end, or with ``wait``, breadth first until that
+        many cells wait (returned); None when a counterexample was found (``out``) or a cell could be neither
+        closed nor split (unknown).  A bisected cell's halves carry the float bounds the look-ahead computed for
+        them.  A cell the floats leave undecided (the LP's optimum within ``MARGIN`` of 0, no LP, a cell too
+        narrow to bisect, or a relaxation without an unstable node) is decided exactly (``_decide``)."""
         width0 = np.array([float(hi - lo) for lo, hi in p.cube])
-        stack = [(cube, node, None) for cube, node in cells]
+        stack = [(cube, node, cuts, None) for cube, node, cuts in cells]
         while stack and (wait is None or len(stack) < wait):
             self._tick()
-            cube, node, bounds = stack.pop() if wait is None else stack.pop(0)
+            cube, node, cuts, bounds = stack.pop() if wait is None else stack.pop(0)
             lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
-            bounds = bounds or p.bounds(lo, hi, tighten=True)
+            signs = gap_signs(p.F, cuts)
+            bounds = bounds or p.bounds(lo, hi, tighten=True, signs=signs)
             exact = None                       # the leaf's rows with its back-substitutions, built when first tried
             top, mult, _ = p.least_plan(bounds)
             if top < -MARGIN:                  # one atom is false on the whole cell: its back-substitution
-                exact = LeafRows(p.F, cube, p.forms, p.pairs, bounds[4])
+                exact = LeafRows(p.F, cube, p.forms + cuts, p.pairs, bounds[4], signs)
                 if (w := p.witness(cube, mult, exact)) is not None:
-                    node.update(witness=sparse_text(w, p.rows), **tighten_text(p, bounds[4]))
+                    node.update(witness=sparse_text(w, len(exact)), **tighten_text(p, bounds[4]))
                     self.out.leaves += 1
                     continue
             solved = p.lp(lo, hi, bounds)
             self.out.lps += 1
             if solved is not None and solved[0] > MARGIN:
-                exact = exact or LeafRows(p.F, cube, p.forms, p.pairs, bounds[4])
+                exact = exact or LeafRows(p.F, cube, p.forms + cuts, p.pairs, bounds[4], signs)
                 if (w := p.witness(cube, solved[1], exact)) is not None:
-                    node.update(witness=sparse_text(w, p.rows), **tighten_text(p, bounds[4]))
+                    node.update(witness=sparse_text(w, len(exact)), **tighten_text(p, bounds[4]))
                     self.out.leaves += 1
                     continue
                 self.out.inexact += 1
@@ -612,20 +635,55 @@ class Search:
                 if p.margin(x[None])[0] >= -MARGIN and self._confirm(p, k, x):
                     return None
             wide = [i for i in widest(lo, hi, width0) if hi[i] - lo[i] > MIN_WIDTH * width0[i]]
+            if solved is None or abs(solved[0]) <= MARGIN or not wide or p.fixed(bounds):
+                exact = exact or LeafRows(p.F, cube, p.forms + cuts, p.pairs, bounds[4], signs)
+                decided = self._decide(p, k, exact)
+                if decided == "sat":
+                    return None
+                if isinstance(decided, dict):
+                    node.update(witness=sparse_text(decided, len(exact)), **tighten_text(p, bounds[4]))
+                    self.out.leaves += 1
+                    continue
+                if decided is not None:        # a node to split on: its gap g ≥ 0, then g ≤ 0
+                    g = p.gap(decided)
+                    node.update(split=sparse_text({p.d + p.N if v == ONE else v: q for v, q in g.items()}, p.d + p.N + 1),
+                                children=[{}, {}])
+                    sides = [(cube, node["children"][0], cuts + [g], None),
+                             (cube, node["children"][1], cuts + [negated(g)], None)]
+                    stack += sides[::-1] if wait is None else sides
+                    continue
             if not wide:
                 self.out.verdict, self.out.reason = "unknown", f"disjunct {k}: a cell of width {np.max(hi - lo):.3g} " \
-                    "is still open (no exact witness closes it and no counterexample was found in it)"
+                    "is still open (the exact LP on its rows is feasible at a point that is not the network's, " \
+                    "and no unit split applies)"
                 return None
             mid = {i: (cube[i][0] + cube[i][1]) / 2 for i in wide[:LOOKAHEAD]}
-            ahead = {i: [p.bounds(*half, tighten=True) for half in halves(lo, hi, i, float(c))] for i, c in mid.items()}
+            ahead = {i: [p.bounds(*half, tighten=True, signs=signs) for half in halves(lo, hi, i, float(c))]
+                     for i, c in mid.items()}
             i = lookahead(list(mid), lambda i: [p.least_plan(b)[0] for b in ahead[i]])
             below, above = list(cube), list(cube)
             below[i], above[i] = (cube[i][0], mid[i]), (mid[i], cube[i][1])
             node.update(split=i, at=format_rational(mid[i]), children=[{}, {}])
-            halved = [(below, node["children"][0], ahead[i][0]), (above, node["children"][1], ahead[i][1])]
+            halved = [(below, node["children"][0], cuts, ahead[i][0]), (above, node["children"][1], cuts, ahead[i][1])]
             stack += halved[::-1] if wait is None else halved
-        return [(cube, node) for cube, node, _ in stack]
+        return [(cube, node, cuts) for cube, node, cuts, _ in stack]
 
+    def _decide(self, p: Disjunct, k: int, rows: LeafRows):
+        """The cell of ``rows`` decided exactly (``exact_leaf.leaf_lp``): a Farkas witness (``{row: q}``) when
+        the exact LP is infeasible; "sat" when its optimal point is the network's and violates the property
+        in the disjunct's box (``out``); else the first node whose value there is not the network's, when it
+        is a two-piece max whose gap the cell leaves open (an affine split on it fixes its piece on both
+        sides); else None."""
+        value, w, v = leaf_lp(rows)
+        if value < 0:                          # kept once the checker's own test accepts it, as every witness
+            return w if infeasible(rows, w) else None
+        node = first_relaxed(p.F, v)
+        if node is None:
+            x = v[:p.d]
+            return "sat" if self._violates(k, x) else None
+        kind, data = p.F.nodes[node]
+        gl, gu = rows.gaps.get(node, (0, 0))
+        return node if kind == "max" and len(data) == 2 and gl < 0 < gu else None
 
 def widest(lo: np.ndarray, hi: np.ndarray, width0: np.ndarray) -> list:
     """The coordinates, widest relative to the box first.  (The LP's dual weight on the box rows, the rule
@@ -659,10 +717,11 @@ _WORKER: dict = {}
 
 
 def _subtree_task(task: tuple) -> Verdict:
-    """A worker's task: the proof of one cell of disjunct k (``trees``: its subtree), or what stopped it.
+    """A worker's task: the proof of one cell of disjunct k below the affine splits' rows ``cuts`` (``trees``: its
+    subtree), or what stopped it.
     The node table is the disjunct's (built on its whole box, once per process), as the checker's is.  ``until``:
     the command's deadline as a wall-clock time (a task waiting for a worker gets what is left, not more)."""
-    model_json, disjunct, k, cube, until = task
+    model_json, disjunct, k, cube, cuts, until = task
     key = hashlib.sha256(pickle.dumps((model_json, disjunct))).digest()
     if key not in _WORKER:
         _WORKER.clear()
@@ -673,7 +732,7 @@ def _subtree_task(task: tuple) -> Verdict:
     search.out = Verdict("unknown")
     try:
         node: dict = {}
-        if search._expand(problem, 0, [(list(cube), node)]) is not None:
+        if search._expand(problem, 0, [(list(cube), node, cuts)]) is not None:
             search.out.verdict, search.out.trees = "unsat", [node]
     except Deadline:
         search.out.verdict, search.out.reason = "timeout", "the search ran past --timeout"

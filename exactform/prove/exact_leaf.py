@@ -1,0 +1,81 @@
+"""A leaf of claim V1 decided in rational arithmetic, where floating point could not close it.
+
+``leaf_lp(rows)`` solves, exactly (``geometry.lp.dual_simplex``), max t subject to g ≥ t for each of the
+leaf's rows g (``relax.LeafRows``: the rows the checker writes, with the property's atoms), every variable
+within its bounds and t ≤ 1 (always feasible: t may be as low as it needs).  Invariant: when t* < 0 the optimal dual
+multipliers of the rows (the bound rows left implicit, as the checker's ``relax.infeasible`` takes them) are
+a Farkas witness the checker accepts; when t* ≥ 0 the optimal point meets every row and every atom, so it is
+the network's point with an atom-violating output wherever each node's value is its pieces' maximum there
+(``first_relaxed``)."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import flint
+
+from ..checker.reader import ONE
+from ..checker.relax import LeafRows
+from ..geometry.lp import dual_simplex
+
+
+def _rational(q: Fraction) -> flint.fmpq:
+    return flint.fmpq(q.numerator, q.denominator)
+
+
+def _fraction(q: flint.fmpq) -> Fraction:
+    return Fraction(int(q.p), int(q.q))
+
+
+def _is_bound(rows: LeafRows, i: int) -> bool:
+    """Whether row i is a variable's bound (x_i − l_i, u_i − x_i, z − L, U − z), which the LP and the checker
+    take as the variables' box instead."""
+    k, j = rows.slots[i]
+    return k is None or k >= 0 and j < 2
+
+
+def leaf_lp(rows: LeafRows) -> tuple[Fraction, dict, list]:
+    """``(t*, w, v*)``: the exact optimum of max t subject to g ≥ t for every row g of ``rows``, the variables
+    within ``rows.bounds`` and t ≤ 1; ``w``: the positive dual multipliers of the rows (``{row: q}``, summing
+    to 1 when t* < 1), ``v*``: an optimal point (the variables in order)."""
+    n = len(rows.bounds)
+    t = n                                       # the variables, then t
+    A, b, index = [], [], []
+    for i in range(len(rows)):
+        if _is_bound(rows, i):
+            continue
+        g = rows[i][0]
+        a = [flint.fmpq(0)] * (n + 1)
+        for v, q in g.items():
+            if v != ONE:
+                a[v] = -_rational(q)
+        a[t] = flint.fmpq(1)
+        A.append(a)
+        b.append(_rational(g.get(ONE, Fraction(0))))
+        index.append(i)
+    basis = []
+    for v, (lo, hi) in enumerate(rows.bounds):       # v ≤ hi, −v ≤ −lo; the start: every variable at its lower bound
+        for sign, end in ((1, hi), (-1, lo)):
+            a = [flint.fmpq(0)] * (n + 1)
+            a[v] = flint.fmpq(sign)
+            A.append(a)
+            b.append(sign * _rational(end))
+        basis.append(len(A) - 1)
+    A.append([flint.fmpq(0)] * n + [flint.fmpq(1)])
+    b.append(flint.fmpq(1))
+    basis.append(len(A) - 1)
+    value, point, duals = dual_simplex([flint.fmpq(0)] * n + [flint.fmpq(1)], A, b, basis)
+    w = {i: _fraction(y) for i, y in zip(index, duals) if y > 0}
+    return _fraction(value), w, [_fraction(v) for v in point[:n]]
+
+
+def first_relaxed(F, v: list) -> int | None:
+    """The first node of ``F`` whose value in the point ``v`` (the variables in order) is not its pieces'
+    maximum there (a max node) — every earlier node's value is then the network's —, or None when every
+    node's is (a hardmax node's value is never taken as the network's: it is returned)."""
+    for k, (kind, data) in enumerate(F.nodes):
+        if kind != "max":
+            return k
+        top = max(sum((q * (v[i] if i != ONE else 1) for i, q in piece), Fraction(0)) for piece in data)
+        if v[F.d + k] != top:
+            return k
+    return None
