@@ -2,8 +2,8 @@
 (``docs/api.md``) loads on first use from ``exactform.api``; ``__init__.pyi`` gives its types."""
 __version__ = "0.1.0"
 __all__ = ["__version__", "load", "load_maxout", "load_transformer", "load_certificate", "save", "compile",
-           "certify", "check", "import_network", "from_torch", "softmax", "approx", "evaluate", "CheckResult",
-           "SoftmaxResult", "MaxoutNet", "Transformer", "Error", "InputError", "NotProved"]
+           "certify", "check", "verify", "equiv", "import_network", "from_torch", "softmax", "approx", "evaluate",
+           "CheckResult", "VerifyResult", "EquivResult", "SoftmaxResult", "MaxoutNet", "Transformer", "Error", "InputError", "NotProved"]
 
 
 def __getattr__(name: str):  # PEP 562

@@ -234,6 +234,84 @@ def evaluate(model: MaxoutNet | Transformer, points: Iterable[Sequence[Number]],
     return model.evaluate_batch(rows)
 
 
+@dataclass(frozen=True)
+class VerifyResult:
+    """A VNN-LIB property decided exactly (claim V1): truthy exactly when it holds (``"unsat"``: no input
+    meets the property's violation; ``certificate`` proves it).  ``"sat"``: ``counterexample`` is an
+    exact ``(x, y)``, re-evaluated exactly; ``"timeout"`` or ``"unknown"``: no answer (``reason``)."""
+    verdict: str
+    counterexample: tuple[list[Fraction], list[Fraction]] | None
+    certificate: dict[str, Any] | None
+    reason: str
+
+    def __bool__(self) -> bool:
+        return self.verdict == "unsat"
+
+
+def verify(net: PathLike, property: PathLike, timeout: float | None = None) -> VerifyResult:
+    """``exactform verify NET PROPERTY --cert``: the network file (JSON model, ONNX, ``.nnet``, ``.pt``;
+    an imported one on the property's input box) against the VNN-LIB file, within ``timeout`` seconds.
+    The certificate records both files' SHA-256, as the command's does."""
+    from .checker.verify_cert import sha256_file
+    from .commands.verify import network
+    from .importers.vnnlib import read_property
+    from .prove.verify import certificate, verify as decide
+    if timeout is not None and not 0 < timeout < 10 ** 7:
+        raise InputError("timeout", "", "expected a positive number of seconds")
+    prop = read_property(str(property))
+    model = network(str(net), prop)
+    doc = model.to_json()
+    out = decide(doc, prop, timeout)
+    cert = None
+    if out.verdict == "unsat":
+        sources = {"net": {"file": Path(net).name, "sha256": sha256_file(net)},
+                   "property": {"file": Path(property).name, "sha256": sha256_file(property)}}
+        cert = certificate(doc, prop, out.trees, sources)
+    counterexample = (list(out.x), list(out.y)) if out.verdict == "sat" else None
+    return VerifyResult(out.verdict, counterexample, cert, out.reason)
+
+
+@dataclass(frozen=True)
+class EquivResult:
+    """Two models compared exactly on a box (claim E1): truthy exactly when ``|A(x) − B(x)|∞ ≤ tolerance``
+    (0 by default) for every x of the box, and then ``certificate`` proves it; else ``point`` is an x
+    where they differ by more, with the exact outputs ``a`` and ``b`` there."""
+    equal: bool
+    point: list[Fraction] | None
+    a: list[Fraction] | None
+    b: list[Fraction] | None
+    certificate: dict[str, Any] | None
+
+    def __bool__(self) -> bool:
+        return self.equal
+
+
+def equiv(a: MaxoutNet | Transformer, b: MaxoutNet | Transformer, domain: Domain | None = None,
+          tolerance: Number | None = None) -> EquivResult:
+    """``exactform equiv A B --cert`` on ``domain`` (default: A's domain), hardmax models only."""
+    from .numbers import RationalSyntaxError, parse_number
+    from .prove.equiv import certificate, compare
+    for name, model in (("a", a), ("b", b)):
+        if not isinstance(model, (MaxoutNet, Transformer)):
+            raise InputError(name, "", f"expected a MaxoutNet or Transformer, got {type(model).__name__}")
+        if getattr(model, "attention", "hardmax") != "hardmax":
+            raise InputError(name, "attention", "softmax attention has no exact rational value; equiv needs hardmax")
+    if a.input_dim != b.input_dim or a.output_dim != b.output_dim:
+        raise InputError("b", "", f"{b.input_dim} inputs and {b.output_dim} outputs, A has {a.input_dim} and {a.output_dim}")
+    box = _domain(domain) if domain is not None else list(zip(a.domain.lower, a.domain.upper))
+    try:
+        eps = None if tolerance is None else parse_number(tolerance)
+    except RationalSyntaxError as e:
+        raise InputError("tolerance", "", str(e)) from None
+    if eps is not None and eps < 0:
+        raise InputError("tolerance", "", "must be non-negative")
+    a_json, b_json = a.to_json(), b.to_json()
+    outcome = compare(a_json, b_json, box, eps, prune=False)
+    if outcome.equal:
+        return EquivResult(True, None, None, None, certificate(a_json, b_json, box, eps, outcome.tree))
+    return EquivResult(False, list(outcome.point), list(outcome.a), list(outcome.b), None)
+
+
 def _domain(domain: Domain) -> list[tuple[Fraction, Fraction]]:
     from .numbers import RationalSyntaxError, parse_number
     pairs = []

@@ -135,6 +135,46 @@ def test_api_check_calls_the_independent_checker(tmp_path):
     assert not exactform.check(cert, transformer=other)
 
 
+def test_api_verify_decides_both_ways_and_its_certificate_checks(tmp_path):
+    """|x| on [−1, 1]: never below −1/10 (unsat, a certificate the checker accepts, bound to both
+    files); above 1/2 somewhere (sat, an exact counterexample that meets the violation)."""
+    net = EXAMPLES / "abs.json"
+    below, above = tmp_path / "below.vnnlib", tmp_path / "above.vnnlib"
+    box = "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (>= X_0 -1))\n(assert (<= X_0 1))\n"
+    below.write_text(box + "(assert (<= Y_0 -0.1))\n")
+    above.write_text(box + "(assert (>= Y_0 0.5))\n")
+    holds = exactform.verify(net, below)
+    assert holds and holds.verdict == "unsat" and holds.counterexample is None
+    assert exactform.check(holds.certificate, net=net, property=below)
+    assert not exactform.check(holds.certificate, net=net, property=above)
+    fails = exactform.verify(net, above)
+    assert not fails and fails.verdict == "sat" and fails.certificate is None
+    (x,), (y,) = fails.counterexample
+    assert isinstance(x, Fraction) and -1 <= x <= 1 and y == abs(x) >= Fraction(1, 2)
+    with pytest.raises(exactform.InputError, match="timeout"):
+        exactform.verify(net, below, timeout=-1)
+
+
+def test_api_equiv_proves_or_refutes_exactly(tmp_path):
+    """A net and its compiled Transformer are equal (E1, checked); a weight moved by 1/1000 is not,
+    at an exact point where the outputs differ by more than the tolerance."""
+    net = exactform.load_maxout(EXAMPLES / "abs.json")
+    tf = exactform.compile(net)
+    same = exactform.equiv(net, tf)
+    assert same and exactform.check(same.certificate, a=net, b=tf)
+    moved = net.to_json()
+    moved["readout"]["weight"] = [["1001/1000"]]
+    (tmp_path / "moved.json").write_text(json.dumps(moved))
+    other = exactform.load_maxout(tmp_path / "moved.json")
+    differs = exactform.equiv(net, other)
+    assert not differs and differs.certificate is None
+    (x,), (a,), (b,) = differs.point, differs.a, differs.b
+    assert a == abs(x) and b == Fraction(1001, 1000) * abs(x) and a != b
+    assert exactform.equiv(net, other, tolerance="1/1000")
+    with pytest.raises(exactform.InputError, match="tolerance"):
+        exactform.equiv(net, other, tolerance="-1")
+
+
 def test_py_typed_and_proofs_are_package_data():
     assert (ROOT / "exactform" / "py.typed").exists()
     text = (ROOT / "pyproject.toml").read_text()

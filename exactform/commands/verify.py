@@ -50,8 +50,9 @@ def counterexample_text(x: list, y: list) -> str:
     return "(" + "\n ".join(lines) + ")\n"
 
 
-def _network(path: str, prop):
-    """The model as JSON: a JSON model as read, a network imported on the property's bounding box."""
+def network(path: str, prop):
+    """The model of ``path``: a JSON model as read (hardmax only), a network file imported on the
+    property's bounding box."""
     from ..formats import InputError
     from ..importers import SUFFIXES, import_network
     from ..models import load_model
@@ -99,7 +100,7 @@ def run(args) -> int:
     if args.timeout is not None and not 0 < args.timeout < 10 ** 7:
         raise InputError("--timeout", "", "expected a positive number of seconds")
     prop = read_property(args.property)
-    model, c5 = _softmax(args.net, args.c5) if args.c5 else (_network(args.net, prop), None)
+    model, c5 = _softmax(args.net, args.c5) if args.c5 else (network(args.net, prop), None)
     eps = None if c5 is None else Fraction(next(c["eps"] for c in c5["claims"] if c["id"] == "C5"))
     if model.input_dim != prop.inputs:
         raise InputError(args.property, "X", f"{prop.inputs} inputs, the network has {model.input_dim}")
