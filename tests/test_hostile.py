@@ -20,6 +20,7 @@ import random
 import re
 import sys
 import tempfile
+from fractions import Fraction as F
 from pathlib import Path
 from unittest import mock
 
@@ -285,10 +286,16 @@ def _valid_nnet() -> str:
 
 
 def test_valid_nnet_template_imports(work):
+    """The template is y = (1, 1)·ReLU(W x + b) with W = ((1, −1/2), (1/2, 2)), b = (0, 1/10) and identity
+    normalisation: its decimals are read as the rationals they name."""
+    from exactform.models import load_model
     with tempfile.TemporaryDirectory(dir=work) as d:
         f = _write(Path(d), "n.nnet", _valid_nnet())
         code, _, err = cli("import", f, "--domain", "-1:1", "-o", Path(d) / "o.json")
         assert code == 0, err
+        net = load_model(Path(d) / "o.json")
+    points = [[F(1, 2), F(-1, 4)], [F(0), F(1, 2)], [F(-1), F(-1)]]
+    assert net.evaluate_batch(points) == [[F(5, 8)], [F(11, 10)], [F(0)]]
 
 
 nnet_tokens = st.sampled_from(["0", "1", "-1", "2", "0.5", "1e-1", "1e5", "nan", "inf", "-", ".", "e",
