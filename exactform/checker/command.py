@@ -13,9 +13,9 @@ BINDING = {"equality": ("maxout", "transformer"), "softmax": ("maxout", "transfo
            "verification": ("net", "property")}
 ROLES = list(dict.fromkeys(r for roles in BINDING.values() for r in roles))     # the binding flags, in order
 
-def check_file(path, smt: bool = False, **bound) -> Result:
-    """The verdict on one certificate; ``bound``: {role: model file} for the roles its kind names
-    (``maxout``/``transformer``, or ``a``/``b`` for E1), each role or none."""
+def check_file(path, smt: bool = False, max_work: int = cost.MAX_WORK, **bound) -> Result:
+    """The verdict on one certificate within the work bound ``max_work``; ``bound``: {role: model file} for the
+    roles its kind names (``maxout``/``transformer``, or ``a``/``b`` for E1), each role or none."""
     claim = "certificate"
     try:
         doc, bound = load(path), {k: v for k, v in bound.items() if v is not None}
@@ -33,14 +33,15 @@ def check_file(path, smt: bool = False, **bound) -> Result:
             from importlib import import_module
             claim, check = ("E1", "equiv") if kind == "equivalence" else ("V1", "verify_cert")
             try:
-                known = import_module(f".{check}", __package__).check(doc, str(path), *(bound.get(r) for r in roles))
+                known = import_module(f".{check}", __package__).check(doc, str(path), *(bound.get(r) for r in roles),
+                                                                         limit=max_work)
             except (Malformed, RecursionError) as e:
                 raise Malformed(f"{path}: {e}") from None
             if kind == "verification" and not bound:
                 known = f"not bound to any file: {known}\n{recorded(doc)}"
             return Result(0, [(claim, True, known)], known)
         from .walk import verify
-        return verify(doc, f"{path}: ", bound.get("maxout"), bound.get("transformer"), smt)
+        return verify(doc, f"{path}: ", bound.get("maxout"), bound.get("transformer"), smt, max_work)
     except ValueError as e:                               # Malformed included
         return Result(2, [], str(e))
     except Refuted as e:
@@ -66,8 +67,8 @@ def add_parser(sub):
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report (one case per claim)")
     p.add_argument("--max-work", metavar="N", type=_work, default=cost.MAX_WORK,
                    help=f"the bound on a certificate's work, checked before any arithmetic (default {cost.MAX_WORK:.3g}, "
-                        "about 13 CPU s; a larger one, knowingly, for a certificate that needs it)")
-    p.epilog = "exactform --timeout SECONDS check ... stops the check after SECONDS (exit 1)."
+                        "about 4 CPU minutes; a larger one, knowingly, for a certificate that needs it)")
+    p.epilog = "exactform --timeout SECONDS check ... stops the check after SECONDS (exit 3)."
     return p
 
 def _work(text: str) -> int:
@@ -80,7 +81,6 @@ def _work(text: str) -> int:
 
 def run(args) -> int:
     """One line per certificate as it is checked, its failures, what is known; outputs checked first."""
-    cost.LIMIT[0] = args.max_work
     bound = {r: getattr(args, r) for r in ROLES if getattr(args, r) is not None}
     try:
         files = [f for p in args.certificates for f in (sorted(os.path.join(p, n) for n in os.listdir(p) if "cert" in n
@@ -96,7 +96,7 @@ def run(args) -> int:
         return 2
     results = []
     for f in files:
-        results.append(r := check_file(f, args.smt, **bound))
+        results.append(r := check_file(f, args.smt, args.max_work, **bound))
         if r.code == 2:
             print(f"exactform: error: {r.known}", file=sys.stderr, flush=True)
             continue
