@@ -276,6 +276,15 @@ def test_networks_beyond_the_subset_are_refused_naming_the_imported_json(tmp_pat
     refused(graph_of(tmp_path, [helper.make_node("MatMul", ["x", "W"], ["h"]), relu], [nan]), "initializer 'W'[1]: nan")
 
 
+def test_derived_numbers_are_bounded(tmp_path):
+    """A chain of MatMuls by the least float32 (2^-149) builds denominators past 2^14 bits: refused, naming the node."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    tiny = helper.make_tensor("W", TensorProto.FLOAT, [2, 2], [1e-45, 0, 0, 1e-45])
+    chain = [helper.make_node("MatMul", ["x" if k == 0 else f"h{k}", "W"], [f"h{k + 1}"]) for k in range(120)]
+    refused(graph_of(tmp_path, chain + [helper.make_node("Relu", ["h120"], ["y"])], [tiny]), "graph.node[", "16384 bits")
+
+
 def hostile_tensor(dims, data_type=1, raw=b"\0" * 4, **fields) -> bytes:
     """A model whose graph holds one initializer ``W`` (read when a node uses it) and a MatMul reading it."""
     onnx = pytest.importorskip("onnx")
@@ -354,3 +363,20 @@ def test_hostile_network_file_is_one_line_exit_2(tmp_path):
     r = cli("check", forged(tmp_path, bad, PROPS / "prop_3.vnnlib"), "--net", bad, "--property", PROPS / "prop_3.vnnlib")
     assert r.returncode == 2 and not r.stdout and len(r.stderr.splitlines()) == 1, r.stdout + r.stderr
     assert "initializer 'W'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bound_check_runs_on_the_standard_library_and_trust_names_its_files(honest):
+    """``check --net NET.onnx --property PROP`` with onnx, numpy, torch, z3… unimportable: exit 0, and every
+    file of exactform it loads is named in TRUST.md, whose line counts of the two readers are the files'."""
+    from test_certificate import BLOCKER
+    net, prop, cert = honest[".onnx"]
+    done = subprocess.run([sys.executable, "-c", BLOCKER, "check", cert, "--net", net, "--property", prop],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = done.stdout.split("LINES ")[1].split()[1:]
+    trust = (ROOT / "TRUST.md").read_text()
+    assert all(str(Path(f).relative_to(ROOT / "exactform")) in trust for f in files), files
+    for reader in ("onnx_reader", "nnet_reader"):
+        assert str(ROOT / "exactform" / "checker" / f"{reader}.py") in files
+        lines = len((ROOT / "exactform" / "checker" / f"{reader}.py").read_text().splitlines())
+        assert f"`checker/{reader}.py` ({lines} lines" in trust

@@ -268,7 +268,7 @@ def network_input(wire: Wire, graph: dict, constants: dict) -> tuple:
         if size <= 0 and not (i == 0 and len(dims) > 1):
             wire.fail(f"{where}.shape.dim[{i}]", "no static size")
         shape.append(size if size > 0 else 1)
-    return wire.string(info[1][0][1], f"{where}.name"), tuple(shape)
+    return wire.text(info, 1, f"{where}.name"), tuple(shape)
 
 
 class Graph:
@@ -425,11 +425,14 @@ class Graph:
             self.fail(f"expected an input-dependent value of shape [..., k] times a constant [k, n], got "
                       f"{type(a).__name__} {list(a.shape)} and {type(b).__name__} {list(b.shape)}")
         k, n = b.shape
+        if k == 0:
+            self.fail("an empty product (k = 0)")
         w = self.numeric(b).values
-        columns = [[(scale * w[i * n + j], i) for i in range(k) if w[i * n + j]] for j in range(n)]
         rows = [a.forms[r * k:(r + 1) * k] for r in range(len(a.forms) // k)]
         self.wire.count(len(rows) * n, self.where)
-        self.charge(sum(len(row[i]) for row in rows for col in columns for _, i in col))
+        nonzero = [sum(1 for j in range(n) if w[i * n + j]) for i in range(k)]       # per row i of b
+        self.charge(sum(nonzero[i] * len(row[i]) for row in rows for i in range(k)))
+        columns = [[(scale * w[i * n + j], i) for i in range(k) if w[i * n + j]] for j in range(n)]
         bias = bias or [0] * (len(rows) * n)
         return Var(a.shape[:-1] + (n,), [combine([(c, row[i]) for c, i in col], bias[r * n + j])
                                          for r, row in enumerate(rows) for j, col in enumerate(columns)], a.frame)
