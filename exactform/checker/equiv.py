@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .cost import REFINE, beyond, weight
+from .cost import (MAX_WORK, Budget, LeafCost, beyond, bits, block_work, layer_work, named, node_count, readout_work,
+                   weight)
 from .reader import (FORMAT, ONE, Malformed, Refuted, box, combine, domain, fields, integer, interval, items, load,
                      rational, read_maxout, read_transformer, row, spent)
 
@@ -32,10 +33,18 @@ def negated(form: dict) -> dict:
 class Forms:
     """The node table over a box: ``bounds[v]`` is an exact interval of variable v over the box;
     ``calls[i] = (pieces, form)``: the i-th max built, ``form = max(pieces)`` on the box (the position
-    that pairs a node of one model with its counterpart in another, ``relax.pairs``)."""
+    that pairs a node of one model with its counterpart in another, ``relax.pairs``); ``work``: the entries
+    its building touched, each step charged before it is taken and refused by ``budget`` (``cost.Budget``)."""
 
-    def __init__(self, cube: list):
+    def __init__(self, cube: list, budget=None):
         self.d, self.bounds, self.nodes, self.index, self.calls = len(cube), list(cube), [], {}, []
+        self.work, self.budget = 0, budget
+
+    def charge(self, entries: int, what: str):
+        """Count the entries the next step of building touches, before it (refused beyond the budget)."""
+        self.work += entries
+        if self.budget is not None:
+            self.budget(self.work, what)
 
     def interval(self, f: dict) -> tuple:
         return interval(f, self.bounds)
@@ -95,13 +104,16 @@ def outputs(F: Forms, model) -> list:
     """The model's outputs as forms over F (a Maxout net, or a hardmax Transformer of any blocks)."""
     if hasattr(model, "layers"):
         h = [{i: Fraction(1)} for i in range(F.d)]
-        for layer in model.layers:
+        for n, layer in enumerate(model.layers):
+            F.charge(layer_work(layer, h), f"layer {n}")
             h = [F.max([linear(w, h, b) for w, b in unit]) for unit in layer]
+        F.charge(readout_work(model.readout, h), "the read-out")
         return [(linear(w, h, b)) for w, b in model.readout]
     if model.scale is not None:
         raise Unsupported("softmax attention has no exact rational value")
     X = [[combine([(1, e)], p[c]) for c, e in enumerate(model.embed)] for p in model.position]
     for b, block in enumerate(model.blocks):
+        F.charge(block_work(block, X), f"block {b}")
         delta = [[[] for _ in x] for x in X]
         if block[0] == "feedforward":
             for t, x in enumerate(X):
@@ -123,6 +135,7 @@ def outputs(F: Forms, model) -> list:
                     delta[t][c] += [(a, ys[r]) for r, a in orow.items()]
         b2 = block[4] if block[0] == "feedforward" else [0] * len(X[0])
         X = [[(combine([(1, f)] + ds, b2[c])) for c, (f, ds) in enumerate(zip(x, dx))] for x, dx in zip(X, delta)]
+    F.charge(readout_work(model.readout, X[model.token]), "the read-out")
     return [(linear(w, X[model.token], b)) for w, b in model.readout]
 
 
@@ -158,42 +171,20 @@ def _node_value(F: Forms, kind: str, data: tuple, memo: dict, decide) -> dict:
     return combine([(Fraction(1, len(win)), w) for w in win])
 
 
-def _model_work(m) -> list:
-    """[the form entries ``outputs`` builds, the nodes a leaf values]: a Maxout net's pieces; for a Transformer each
-    coordinate's form size propagated block by block (a ReLU adds its pre-activation's size where it is
-    fixed, a head T values' sizes), and per head the T² scores and the T³ comparisons of a hardmax fallback."""
-    if hasattr(m, "layers"):
-        return [sum(len(w) + 1 for layer in m.layers for u in layer for w, _ in u)] * 2
-    size, work, T = [len(e) + 1 for e in m.embed], 0, m.tokens
-    nodes = T * sum(len(b[1]) if b[0] == "feedforward" else sum(len(h[2]) for h in b[1]) for b in m.blocks)
-    for b in m.blocks:
-        if b[0] == "feedforward":
-            pre = [1 + sum(size[c] for c in r) for r in b[1]]
-            work += T * (2 * sum(pre) + sum(p * len(col) for p, col in zip(pre, b[3])) + len(size))
-            for p, col in zip(pre, b[3]):
-                for r in col:
-                    size[r] += p
-        else:
-            for q, k, v, o in b[1]:
-                s, vs = 1 + sum(size[c] for r in q + k for c in r), 1 + sum(size[c] for r in v for c in r)
-                work += T * T * (s + 10 * len(v) * T * (s + vs))     # a comparison: a gap's form and its interval
-                for r in (r for r, e in enumerate(o) if e):
-                    size[r] += T * vs
-    return [work, nodes]
-
-
-RELAXED = 8        # a relaxed leaf's work per form entry × (d + 2): its pieces' and pairs' functions, both sides
-
-
 def work(tree, models, d: int, F=None) -> int:
-    """An upper bound on the entries the check touches, from the sizes alone (before any arithmetic): the models'
-    forms (T² scores a head), per tree node its witnesses over the cell's constraints, the decisions it inherits,
-    at a leaf the nodes as maps of x, at a relaxed one per ``tighten`` entry (a back-substitution) 6·width + 1
-    per node before its own (width: 3 + F's longest piece) + (REFINE + 2) × F's variables; × the numbers' weight."""
-    width, n = (3 + max((len(p) for k, data in F.nodes if k == "max" for p in data), default=0), len(F.nodes)) if F else (0, 0)
-    (build, nodes), (build_b, nodes_b) = map(_model_work, models)
-    size = nodes + nodes_b
-    total, stack = build + build_b, [(tree, 2 * d, 0)]
+    """An upper bound on the entries the check touches, weighted by the numbers' size (before the arithmetic it
+    bounds): building the models' node table (``F.work``, charged as it is built); per tree node its
+    witnesses over the cell's constraints (2·d + depth, each × (d + 2)) and the decisions it inherits; at a leaf,
+    without the table, the models' nodes valued as maps of x; with the table ``F`` as built, ``cost.LeafCost``:
+    a plain leaf values every node and its 2·m bound witnesses read the constraints; a relaxed leaf its rows'
+    bounds (the pairs as ``relax.pairs`` forms them), a back-substitution per ``tighten`` entry and the rows its
+    2·m witnesses name (an atom row at most every variable)."""
+    nodes, m, cost, total = sum(map(node_count, models)), len(models[0].readout), None, 0
+    if F is not None:
+        from .relax import pairs
+        cost = LeafCost(F, pairs(F, len(F.calls) // 2), [d + len(F.nodes) + 1] * (2 * m))   # the true pairs or more
+        total = F.work
+    stack = [(tree, 2 * d, 0)]
     while stack:
         node, cons, decided = stack.pop()
         entries = node.get("decide", []) if isinstance(node, dict) else []
@@ -203,13 +194,16 @@ def work(tree, models, d: int, F=None) -> int:
         children = node.get("children") if isinstance(node, dict) else None
         if isinstance(children, list) and children:
             stack += [(c, cons + 1, decided) for c in children]
-        else:       # a leaf values the nodes; a relaxed one bounds every node's pieces and pairs on its box
-            relaxed = isinstance(node, dict) and "relaxed" in node
-            total += size * (d + 1) + (RELAXED * (build + build_b) * (d + 2) if relaxed else 0)
-            for e in node.get("tighten", []) if relaxed and isinstance(node.get("tighten"), list) else []:
-                z = min(max(e[0] - d, 0), n) if isinstance(e, list) and e and type(e[0]) is int else n
-                total += (REFINE + 2) * (d + n + 1) + (6 * width + 1) * z
-    return total * weight(int(3.33 * spent[1]) + 1)
+        elif cost is None:
+            total += nodes * (d + 1)
+        elif isinstance(node, dict) and "relaxed" in node:
+            tight = node.get("tighten") if isinstance(node.get("tighten"), list) else []
+            witnesses = [named(w) for pair in (node["relaxed"] if isinstance(node["relaxed"], list) else [])
+                         if isinstance(pair, list) for w in pair]
+            total += cost.leaf([e[0] if isinstance(e, list) and e else None for e in tight], witnesses)
+        else:
+            total += cost.plain() + 2 * m * cons * (d + 2)
+    return total * weight(bits(models, tree))
 
 
 def implied(cons: list, h: dict, strict: bool, w: dict) -> bool:
@@ -255,9 +249,10 @@ def read_model(v, where):
     return (read_transformer if transformer else read_maxout)(v, where)
 
 
-def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
+def check(cert: dict, name: str, bind_a=None, bind_b=None, limit: int = MAX_WORK) -> str:
     """The statement of E1 if ``cert`` proves it about its models (equal to those of the files ``bind_a`` and
-    ``bind_b`` when given); ``Refuted`` if not; ``Malformed`` (a ``ValueError``) if malformed."""
+    ``bind_b`` when given) within the work bound ``limit``; ``Refuted`` if not; ``Malformed`` (a ``ValueError``)
+    if malformed or beyond the bound."""
     spent[:] = [0, 0]
     fields(cert, name, ("format", "kind", "models", "claims"))
     if cert["format"] != FORMAT or cert["kind"] != "equivalence":
@@ -279,13 +274,14 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None) -> str:
         if path is not None and cube != model.box:          # bound: about the files' own domain, not a box of its choice
             raise Refuted(f"{name}: the box {domain(cube)} is not the domain {domain(model.box)} of the model in {path}")
     if error := beyond(work(ev["tree"], (a, b), d), "claims[0].evidence.tree",
-                       "tree nodes × decisions × constraints, model sizes"):
+                       "tree nodes × decisions × constraints, model sizes", limit):
         raise error
-    F = Forms(cube)
+    F = Forms(cube, Budget(limit, weight(bits((a, b), ev["tree"])), "models"))     # refused as it grows beyond
     ya = outputs(F, a)
     mark = len(F.calls)
     diff = [(combine([(1, p), (-1, q)])) for p, q in zip(ya, outputs(F, b))]
-    if error := beyond(work(ev["tree"], (a, b), d, F), "claims[0].evidence.tree", "the tree, model sizes, tightenings"):
+    if error := beyond(work(ev["tree"], (a, b), d, F), "claims[0].evidence.tree",
+                       "the tree, the node table, leaves' bounds, tightenings, witnesses' rows", limit):
         raise error
     related = None
 

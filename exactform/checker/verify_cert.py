@@ -15,7 +15,7 @@ import hashlib
 import json
 from fractions import Fraction
 
-from .cost import REFINE, beyond
+from .cost import MAX_WORK, ROW, Budget, LeafCost, beyond, bits, named, weight
 from .equiv import Forms, covering, outputs, read_model
 from . import vnnlib
 from .relax import LeafRows, gap_signs, infeasible, tightening
@@ -83,22 +83,14 @@ def read_property(v, n: int, m: int) -> list:
     return out
 
 
-def _size(m) -> int:
-    """The entries of the model's forms, from the sizes read (a Transformer's T² scores per head)."""
-    if hasattr(m, "layers"):
-        return sum(len(w) + 1 for layer in m.layers for unit in layer for w, _ in unit) + sum(len(w) + 1 for w, _ in m.readout)
-    return m.tokens * sum(sum(map(len, b[1])) + sum(map(len, b[3])) if b[0] == "feedforward" else
-                          m.tokens * sum(len(r) for h in b[1] for r in h[0] + h[1] + h[2]) for b in m.blocks) + len(m.readout)
-
-
-def _margin(v, model, disjuncts: list, name: str) -> Fraction:
+def _margin(v, model, disjuncts: list, name: str, limit: int = MAX_WORK) -> Fraction:
     """ε of the embedded C5 certificate, once the walk (C5) accepts it, its Maxout net is the proof's
     network and every disjunct's box lies in its domain."""
     from .walk import verify
     fields(v, "evidence.margin", ("eps", "softmax"))
     eps = rational(v["eps"], "evidence.margin.eps")
     c5 = v["softmax"]
-    result = verify(c5, "evidence.margin.softmax: ")
+    result = verify(c5, "evidence.margin.softmax: ", limit=limit)
     claims = [c for c in (c5.get("claims") if isinstance(c5, dict) else None) or [] if isinstance(c, dict)]
     if result.code != 0 or c5.get("kind") != "softmax" or [c.get("eps") for c in claims] != [v["eps"]]:
         raise Refuted(f"{name}: evidence.margin: not a checked C5 certificate with eps = {v['eps']}: {result.known}")
@@ -152,32 +144,75 @@ def _bound(ev: dict, model, embedded: tuple, name: str, net_file, property_file)
     return "".join(f"; {w}" for w in words)
 
 
-def _count(trees: list) -> int:
-    """Leaves and ``tighten`` entries of the trees, after their shapes are checked (no arithmetic: bounds the
-    work first; an entry's back-substitution touches each node's row once, as a leaf's rows do)."""
-    stack, seen, leaves = [(t, f"trees[{i}]") for i, t in enumerate(trees)], 0, 0
-    while stack:
-        node, at = stack.pop()
-        if (seen := seen + 1) > MAX_TREE:
-            raise Malformed(f"more than {MAX_TREE} tree nodes")
-        if isinstance(node, dict) and "split" in node:
-            fields(node, at, ("split", "children"), ("at",))
-            stack += [(c, f"{at}.children[{i}]") for i, c in enumerate(items(node["children"], f"{at}.children", 2))]
-        else:
+def _count(trees: list) -> list:
+    """Per tree its leaves as ``(tighten variables, the rows its witness names, entries above it)``, from the shapes
+    alone (no arithmetic; at most ``MAX_TREE`` nodes): a node with ``children`` is a split of any kind, whose own
+    entries (its other fields' numbers) every leaf below it inherits; any other node is a leaf ``witness``."""
+    out, seen = [], 0
+    for i, tree in enumerate(trees):
+        leaves, stack = [], [(tree, f"trees[{i}]", 0)]
+        out.append(leaves)
+        while stack:
+            node, at, inherited = stack.pop()
+            seen += 1
+            if seen > MAX_TREE:
+                raise Malformed(f"more than {MAX_TREE} tree nodes")
+            if isinstance(node, dict) and "split" in node:
+                fields(node, at, ("split", "children"), ("at",))
+                items(node["children"], f"{at}.children", 2)
+            if isinstance(node, dict) and "children" in node:
+                own = len(_scalars([v for k, v in node.items() if k != "children"]))
+                stack += [(c, f"{at}.children[{j}]", inherited + own)
+                          for j, c in enumerate(items(node["children"], f"{at}.children", nonempty=True))]
+                continue
             tight = fields(node, at, ("witness",), ("tighten",)).get("tighten", [])
-            leaves += 1 + (len(tight) if isinstance(tight, list) else 0)
-    return leaves
+            tight = [e[0] for e in tight if isinstance(e, list) and e] if isinstance(tight, list) else []
+            leaves.append((tight, named(node["witness"]), inherited))
+    return out
 
 
-def work(model, disjuncts: list, trees: list) -> int:
-    """The check's work bound (spec §8): (leaves + ``tighten`` entries) × (the model's form entries + the
-    atoms' entries) × (inputs + 2 + ``REFINE``), from the sizes alone."""
-    return _count(trees) * (_size(model) + sum(len(a) for _, atoms in disjuncts for a in atoms)) * (len(model.box) + 2 + REFINE)
+def _scalars(v) -> list:
+    """The numbers and strings of a JSON value, in no order (an explicit stack: no recursion)."""
+    out, stack = [], [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            stack += x.values()
+        elif isinstance(x, list):
+            stack += x
+        else:
+            out.append(x)
+    return out
 
 
-def check(cert: dict, name: str, net_file=None, property_file=None) -> str:
-    """The statement of V1 if ``cert`` proves it (and, given, the files are those it names);
-    ``Refuted`` if not; ``Malformed`` (a ``ValueError``) if malformed."""
+def work(model, disjuncts: list, trees: list, limit: int = MAX_WORK) -> int:
+    """The check's work bound (spec §6.1, §8), weighted by the numbers' size, refused beyond ``limit`` as soon as
+    the count passes it, before the arithmetic it bounds: per disjunct its node table, charged as it is built
+    (``Forms.charge``: each layer or block from the sizes of the forms so far) and counted twice (built to
+    count, then to check), its atoms at the sizes of the output forms they read, and each leaf by ``LeafCost``
+    (bounds, back-substitutions, the rows its witness names) plus a row over every variable per number of a
+    split above it."""
+    d, scale = len(model.box), weight(bits(model, disjuncts, trees))
+    leaves, total = _count(trees), 0
+    for (cube, atoms), tree in zip(disjuncts, leaves):
+        F = Forms(cube, Budget(limit - total, 2 * scale, "models.net"))
+        ys = outputs(F, model)
+        reads = sum(sum(len(ys[k - d]) if d <= k < d + len(ys) else 1 for k in a) for a in atoms)
+        total += 2 * scale * (F.work + reads)
+        if error := beyond(total, "claims[0].evidence.property", "the node tables and the atoms' forms", limit):
+            raise error
+        cost = LeafCost(F, (), [len(atom_form(a, d, ys)) + 1 for a in atoms])
+        total += scale * sum(cost.leaf(tight, [witness]) + ROW * cost.variables * inherited
+                             for tight, witness, inherited in tree)
+        if error := beyond(total, "claims[0].evidence.trees",
+                           "node tables, leaves' bounds, back-substitutions and witnesses' rows", limit):
+            raise error
+    return total
+
+
+def check(cert: dict, name: str, net_file=None, property_file=None, limit: int = MAX_WORK) -> str:
+    """The statement of V1 if ``cert`` proves it (and, given, the files are those it names) within the work bound
+    ``limit``; ``Refuted`` if not; ``Malformed`` (a ``ValueError``) if malformed or beyond the bound."""
     spent[:] = [0, 0]
     fields(cert, name, ("format", "kind", "models", "claims"))
     if cert["format"] != FORMAT or cert["kind"] != KIND:
@@ -200,19 +235,20 @@ def check(cert: dict, name: str, net_file=None, property_file=None) -> str:
     disjuncts = stated = read_property(ev["property"], d, m)
     eps = None
     if "margin" in ev:                     # the property is about a softmax Transformer with a C5 certificate
-        eps = _margin(ev["margin"], model, disjuncts, name)
+        eps = _margin(ev["margin"], model, disjuncts, name, limit)
         disjuncts = [(cube, [loosened(a, d, m, eps) for a in atoms]) for cube, atoms in disjuncts]
     said = statement(sources, len(disjuncts), eps)
     if claim["statement"] != said:
         raise Refuted(f"{name}: the statement is not {said!r}")
     bound = _bound(ev, model, (d, m, stated), name, net_file, property_file)
     trees = items(ev["trees"], "evidence.trees", len(disjuncts))
-    if error := beyond(work(model, disjuncts, trees), "claims[0].evidence.trees",
-                       f"(leaves + tightenings) × model size × (inputs + {2 + REFINE})"):
+    if error := beyond(work(model, disjuncts, trees, limit), "claims[0].evidence.trees",
+                       "node tables, leaves' bounds, back-substitutions and witnesses' rows", limit):
         raise error
     for k, ((cube, atoms), tree) in enumerate(zip(disjuncts, trees)):
         F = Forms(cube)
-        forms = [atom_form(a, d, outputs(F, model)) for a in atoms]
+        ys = outputs(F, model)                      # once per disjunct: every atom reads the same output forms
+        forms = [atom_form(a, d, ys) for a in atoms]
         stack = [(tree, f"trees[{k}]", cube, [])]
         while stack:
             node, at, leaf_box, cuts = stack.pop()
