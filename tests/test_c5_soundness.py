@@ -1,4 +1,4 @@
-"""C5 is sound for any softmax Transformer the format admits (issue 22, finding 1), not only for
+"""C5 is sound for any softmax Transformer the format admits, not only for
 exactform's construction.  Hand-built Transformers (no feed-forward blocks, heads whose query reads the
 shift so α varies by token, keys that add a multiple of an earlier head's perturbed output, values that
 read earlier heads) are checked, and every bound the checker accepts is compared with the truth from an

@@ -1,4 +1,4 @@
-"""``exactform equiv`` on deep chains (issue 22): no recursion on the model's depth in the prover, the
+"""``exactform equiv`` on deep chains: no recursion on the model's depth in the prover, the
 box bound, the exact evaluation, the certificate writer or the E1 checker.  The chain keeps two unfixed ReLU-like
 nodes per layer on the box (``(a, b) -> (max(a, b), max(-a, -b))``), so every layer is a node the
 evaluation must go through; B differs from A only in the read-out, by 10^-6 on the first unit."""

@@ -1,4 +1,4 @@
-"""``exactform equiv --max-diff`` on discontinuous (hardmax) models (issue 26, finding 8): the maximum
+"""``exactform equiv --max-diff`` on discontinuous (hardmax) models: the maximum
 is a supremum over cells whose closures may hold points where the model takes another value; the
 printed point attains the printed value, or the output says, in both modes, that the supremum is
 not attained.  The oracle is the exact evaluator ``exactform.models`` and the values by hand."""

@@ -1,4 +1,4 @@
-"""The ε-equivalence benchmark on ACAS Xu regions (issue 26, finding 10): the float16 copy is exact,
+"""The ε-equivalence benchmark on ACAS Xu regions: the float16 copy is exact,
 the regions are VNN-COMP's, a counterexample counts only when exact evaluation confirms it, NeuroDiff's
 figures are the artifact's, and the harness runs end to end on one tiny instance (no timing asserted)."""
 import csv

@@ -1,4 +1,4 @@
-"""The equivalence search on large boxes (issue 26, findings 9-11): a counterexample is looked for
+"""The equivalence search on large boxes: a counterexample is looked for
 first, by exact evaluation at points of the box, before any cell is split; Maxout units of rank > 2
 are decided without witness LPs in the pruned search; ε-equivalence on whole property regions."""
 from __future__ import annotations
@@ -73,7 +73,7 @@ def test_a_tolerance_the_whole_box_bound_misses_is_proved_on_halves():
     assert Search(a.to_json(), b.to_json(), box, None, False).bound.upper(box) > 1
     proved = compare(a.to_json(), b.to_json(), box, F(1), prune=True, relax=False)
     assert proved.equal and proved.leaves == 0 and proved.pruned > 1
-    assert compare(a.to_json(), b.to_json(), box, F(1), prune=True).equal          # relaxed leaves (issue 26)
+    assert compare(a.to_json(), b.to_json(), box, F(1), prune=True).equal          # relaxed leaves
     top = compare(a.to_json(), b.to_json(), box, max_diff=True).maximum
     refuted = compare(a.to_json(), b.to_json(), box, top * F(999, 1000), prune=True)
     assert not refuted.equal and max(abs(p - q) for p, q in zip(refuted.a, refuted.b)) > top * F(999, 1000)

@@ -1,4 +1,4 @@
-"""Executors (issue 8): certificates and region counts are byte-identical serial, on 2 local
+"""Executors: certificates and region counts are byte-identical serial, on 2 local
 processes and on a 2-worker Dask LocalCluster; a worker killed mid-run is retried or the command
 fails with exit 1 and writes nothing."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile input (issue 7): every reader — maxout, transformer, certificate, points, ONNX bytes,
+"""Hostile input: every reader — maxout, transformer, certificate, points, ONNX bytes,
 .nnet text, CPWL expressions — fuzzed with hypothesis.  Whatever the input, a command ends with
 exit 0/1 (a valid input) or exit 2 and ONE line naming the file (and the field path where there
 is one), never a traceback or another exception, never a hang, and never an output file on

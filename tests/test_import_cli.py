@@ -202,7 +202,7 @@ def test_a_file_onnxruntime_cannot_run_is_one_line_unless_no_verify(tmp_path):
     assert r.returncode == 0 and (tmp_path / "m.json").exists()
 
 
-# --- issue 26: honest self-check, --strip-softmax, messages --------------------------------------
+# --- honest self-check, --strip-softmax, messages --------------------------------------
 def test_self_check_of_a_torch_file_states_its_reference_and_a_tolerance_that_catches_a_wrong_weight(tmp_path):
     """Finding 3: the import is exact to the traced graph's float32 slope; torch in float64 uses the
     Python float 0.2, so they differ (~1e-9), well inside 1e-6; a weight moved by 1e-5 is not."""

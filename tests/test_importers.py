@@ -187,7 +187,7 @@ def test_onnx_max_of_affine_maps_is_a_maxout_layer(tmp_path):
     assert max(abs(Fraction(float(f)) - e[0]) for f, e in zip(y[:, 0], exact)) < Fraction(1, 10 ** 5)
 
 
-# --- issue 26, finding 5: sizes and work bounded before anything is materialised ------------------
+# --- sizes and work bounded before anything is materialised ------------------
 def _hostile(path, nodes, inits=(), in_shape=(1, 2), out_shape=None, raw=()):
     """A graph over input ``x``; ``raw``: ``(name, dims)`` initializers declared with no data."""
     import onnx
@@ -261,7 +261,7 @@ def test_the_work_bound_refuses_before_the_terms_are_written(monkeypatch, tmp_pa
     assert import_network(path, UNIT)([Fraction(1), Fraction(2)]) == [Fraction(3)] * 600
 
 
-# --- issue 26, finding 2: torch.export programs are read as data -----------------------------------
+# --- torch.export programs are read as data -----------------------------------
 def _program(tmp_path, dynamic=False):
     torch = pytest.importorskip("torch")
     pytest.importorskip("onnxscript")

@@ -1,4 +1,4 @@
-"""From ``pip install`` to CI (issue 23): a typed API, outputs that never clobber inputs, optional
+"""From ``pip install`` to CI: a typed API, outputs that never clobber inputs, optional
 dependencies named in one line, packaging sized to the job, helpful errors."""
 import os
 import re

@@ -1,4 +1,4 @@
-"""The README as written, from a wheel (issue 23): the wheel installed in a fresh venv by the CI
+"""The README as written, from a wheel: the wheel installed in a fresh venv by the CI
 workflow's install step (no network: ``--no-deps``, the test venv's packages on its path), every command of the quickstart and of "Use in
 CI" run by bash from a folder outside the clone into which ``examples/`` was copied with ``cp -r``,
 and every option of the commands table listed by that command's ``--help``.  The CI block's

@@ -1,4 +1,4 @@
-"""Reproducibility (issue 7): certifying the same pair twice gives byte-identical certificates,
+"""Reproducibility: certifying the same pair twice gives byte-identical certificates,
 whatever PYTHONHASHSEED is and whatever the key order of the input JSON; nothing that varies
 between runs (times, hosts, paths) is in a certificate."""
 from __future__ import annotations

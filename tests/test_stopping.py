@@ -1,4 +1,4 @@
-"""Issue 26: a command or benchmark ended by a signal leaves no process of its own running (a worker
+"""A command or benchmark ended by a signal leaves no process of its own running (a worker
 computing on, an orphan, for minutes or hours).  Processes are read from /proc (Linux)."""
 import os
 import random

@@ -1,4 +1,4 @@
-"""The user's path (issue 13): the Python API, one number rule, no traceback and no hang, progress
+"""The user's path: the Python API, one number rule, no traceback and no hang, progress
 streamed by the long commands, proof scripts shipped in the package, concise output, plots."""
 import json
 import os

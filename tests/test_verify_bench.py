@@ -1,4 +1,4 @@
-"""The verify benchmark (issue 24): the shipped ACAS Xu instances, counterexamples decided exactly,
+"""The verify benchmark: the shipped ACAS Xu instances, counterexamples decided exactly,
 disagreements decided, and the harness end to end on two tiny instances without Marabou."""
 import csv
 from collections import Counter

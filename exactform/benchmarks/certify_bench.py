@@ -1,6 +1,6 @@
 """certify + check: an ACAS Xu-size ReLU net (5→6×50→5) and 5→w→w→5 ReLU nets, w = 50, 100, 200.
 
-Targets (issue 3): certify + check of the ACAS-size net under 5 s in total with check faster than
+Targets: certify + check of the ACAS-size net under 5 s in total with check faster than
 certify; certification time about linear in the number of parameters (the ratio column: time
 per Maxout parameter relative to the smallest net).  Both are timed as the CLI runs them, files
 included (read, prove, write; read, recompute).

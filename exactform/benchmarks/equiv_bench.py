@@ -1,13 +1,13 @@
 """``exactform equiv``: CPU seconds of the CLI (files read, compared, certificate written).
 
-Targets (issue 14): ACAS Xu 1_1 against its exactform Transformer at most 2× ``certify``'s time;
+Targets: ACAS Xu 1_1 against its exactform Transformer at most 2× ``certify``'s time;
 two 2→16→16→1 ReLU nets equal up to rewrites under 5 s; ACAS Xu against itself with units permuted,
 rescaled and split under 10 s; ``--max-diff`` of ACAS Xu 1_1 against its weights rounded to
 float16 on boxes around 0 (side 1/32 asked, run with ``--workers 2``; smaller sides reported, side 1/64
 with 1 and 2 workers; each capped at ``CAP`` seconds, ``python benchmarks/equiv_bench.py [CAP]``), with
 the leaves whose maximum the pruned search skipped.
 
-Issue 26: ACAS Xu 1_1 against its copy with one read-out weight moved by 2^-20 on [-1/2, 1/2]^5 (a
+ACAS Xu 1_1 against its copy with one read-out weight moved by 2^-20 on [-1/2, 1/2]^5 (a
 counterexample found first); a rank-4 Maxout net against its weights rounded to 1/3 (``--max-diff``,
 no witness LP in the pruned search); ACAS Xu 1_1 against float16 on the φ1 and φ3 regions at
 ε = 1/20 and 1/100 (ReluDiff / NeuroDiff's benchmark: NeuroDiff's artifact reports 1_1 φ1 at
@@ -167,7 +167,7 @@ def run() -> None:
         seconds, printed = timed(["equiv", path("acas.json"), path("moved.json"), "--domain", "-1/2:1/2", "--json",
                                   "--workers", "1"], expect=1)
         rows.append(["ACAS Xu 1_1 vs one read-out weight + 2^-20, [-1/2, 1/2]^5", f"{seconds:.2f}",
-                     f"different, {json.loads(printed)['splits']} splits (issue 26: no answer in 300 s before)"])
+                     f"different, {json.loads(printed)['splits']} splits"])
         rank4 = random_net(random.Random(0), [3, 6, 6], max_rank=4, outputs=1)
         write_json(path("r4.json"), rank4.to_json())
         write_json(path("r4q.json"), quantised(rank4, Fraction(1, 3)).to_json())

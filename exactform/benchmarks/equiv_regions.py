@@ -1,4 +1,4 @@
-"""ε-equivalence on ACAS Xu property regions (issue 26): ``exactform equiv --tolerance`` of each of the
+"""ε-equivalence on ACAS Xu property regions: ``exactform equiv --tolerance`` of each of the
 45 networks against its float16 copy on the input regions of φ1 and φ3, ε = 0.05 and 0.01 — the
 benchmark of ReluDiff (ICSE 2020) and NeuroDiff (ASE 2020), whose published per-network figures are
 printed beside ours — and a big-M MILP peer (HiGHS) beside ``equiv --max-diff`` on small pairs.

@@ -1,5 +1,5 @@
 """Exact evaluation: the compiled hardmax Transformer vs its source network on the same batch
-(issue 26; goal: the Transformer within 10× of the source).  CPU seconds of this process for one
+(goal: the Transformer within 10× of the source).  CPU seconds of this process for one
 ``evaluate_batch`` call each, first call (weights' caches and plans built) and second call, and a
 check that both outputs are exactly equal; then the per-call cost of single points.  One run,
 ratios within the run.

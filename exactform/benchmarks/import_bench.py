@@ -1,4 +1,4 @@
-"""Real architectures end to end (issue 12): ``import`` (with its self-check) → ``compile`` →
+"""Real architectures end to end: ``import`` (with its self-check) → ``compile`` →
 ``certify`` → ``check``, each step run as the CLI runs it in its own process, with its wall time,
 its CPU time, its peak memory (the child's peak resident set) and the sizes of the files it wrote;
 the targets are on wall time.

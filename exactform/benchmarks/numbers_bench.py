@@ -1,4 +1,4 @@
-"""Exact backends compared (issue 2): matrix–vector and matrix–matrix products of sizes 8–256 and
+"""Exact backends compared: matrix–vector and matrix–matrix products of sizes 8–256 and
 the evaluation of a whole network, for QMatrix (flint fmpz_mat + common denominator, the chosen
 hot path), flint fmpq_mat, SymPy DomainMatrix over QQ, Fraction lists and SymPy Matrix (the
 naive reference).  Also: compile time at ACAS Xu size and Transformer vs source evaluation.

@@ -1,8 +1,8 @@
 """Exact region counting speed.
 
-- issue 6 targets: a 2→16→16→1 ReLU net in 2-D (< 10 s) and a 1-D sawtooth with 2^17 = 131072
+- targets: a 2→16→16→1 ReLU net in 2-D (< 10 s) and a 1-D sawtooth with 2^17 = 131072
   ≥ 10^5 linear regions (< 10 s);
-- n-D (issue 15): ReLU nets 3→9→9→1, 4→9→9→1, 4→10→10→1 on [−1, 1]^d with float32 weights (as a
+- n-D: ReLU nets 3→9→9→1, 4→9→9→1, 4→10→10→1 on [−1, 1]^d with float32 weights (as a
   trained net has; read exactly), goal ≥ 2× the speed of relucent (a float-based polyhedral-complex
   explorer, an optional peer: ``pip install relucent``, skipped when absent) with identical
   activation-region counts; 5-D and 6-D figures for exactform alone (``--peer-all``: relucent too).

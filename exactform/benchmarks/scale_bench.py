@@ -1,4 +1,4 @@
-"""Scale-out (issue 8): serial vs 2 local processes vs a 2-worker Dask LocalCluster, on
+"""Scale-out: serial vs 2 local processes vs a 2-worker Dask LocalCluster, on
 ``certify-all`` of ACAS Xu networks and on the region count of a region-rich net, each run as the
 CLI runs it (``--workers 1``, ``--workers 2``, ``--scheduler ADDRESS``), outputs compared.
 
