@@ -36,27 +36,6 @@ Proof.
     replace (l + S (length ls1))%nat with (S l + length ls1)%nat by lia. auto.
 Qed.
 
-(** What [well_formed] gives: T ≥ 1, every width ≤ N, every rank in 1..T. *)
-Lemma wf_facts : forall M, well_formed M ->
-  (1 <= max_rank M)%nat /\ (forall n, In n (widths M) -> (n <= max_width M)%nat) /\
-  forall L, In L (layers M) -> (units L <= max_width M)%nat /\
-    forall i, (i < units L)%nat -> (1 <= rank L i <= max_rank M)%nat.
-Proof.
-  intros M [Hne Hwf].
-  assert (HN : forall n, In n (widths M) -> (n <= max_width M)%nat) by (intros; apply fold_max_ge; auto).
-  assert (Hls : forall L, In L (layers M) -> (units L <= max_width M)%nat /\
-                  forall i, (i < units L)%nat -> (1 <= rank L i <= max_rank M)%nat).
-  { intros L HL. split; [apply HN; right; apply in_map; auto | ].
-    intros i Hi. split; [apply Hwf; auto | ].
-    apply Nat.le_trans with (layer_rank L).
-    - apply fold_max_ge, in_map, in_seq. lia.
-    - apply fold_max_ge, in_map. auto. }
-  split; [ | split; auto].
-  assert (exists L, In L (layers M)) as [L HL]
-    by (destruct (layers M); [contradiction | eexists; left; reflexivity]).
-  destruct (Hwf L HL) as [Hu _]. destruct (Hls L HL) as [_ Hr]. specialize (Hr O Hu). lia.
-Qed.
-
 (** * The theorem *)
 
 Theorem C2_pieces_block : forall (M : maxout) (Rs : shifts) (x : nat -> R) ls1 L ls2,

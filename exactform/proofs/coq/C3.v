@@ -1,6 +1,9 @@
 (** Claims C2 and C3 (docs/spec.md §3) for every Maxout net: with shift constants
     R_ij ≥ |a_ij| on the layer inputs (the hypothesis a certificate's interval bounds establish),
-    the hardmax Transformer [construct M Rs] computes M(x). *)
+    the hardmax Transformer [construct M Rs] computes M(x). The layer-by-layer argument is made
+    once for any attention rule whose weights depend only on the scores ([construction_under_rule]:
+    the construction computes the net whose units return their max head's output); hardmax is
+    the instance where that output is the maximum (C1), softmax(λ) the one of C5Net.v. *)
 From Coq Require Import Reals QArith Qreals Lra Lia List Arith Bool.
 From Exactform Require Import Defs Sums C1.
 Import ListNotations.
@@ -100,22 +103,30 @@ Proof. unfold agree. intros. rewrite H, H0; auto. Qed.
 Lemma dot_agree : forall T w (X Y : state) a t, agree T w X Y -> (t < T)%nat -> dot w a (X t) = dot w a (Y t).
 Proof. intros. unfold dot. apply rsum_ext. intros. rewrite H; auto. Qed.
 
-Lemma block_agree : forall T w b X Y, agree T w X Y ->
-  agree T w (block_eval hardmax T w b X) (block_eval hardmax T w b Y).
+(** An attention rule whose weights over tokens < T depend only on the scores of tokens < T;
+    hardmax is one, and so is every softmax(λ) (C5Net.v). *)
+Definition rule_ext (rl : rule) : Prop :=
+  forall T s s' j, (forall k, (k < T)%nat -> s k = s' k) -> (j < T)%nat -> rl T s j = rl T s' j.
+
+Lemma hardmax_rule_ext : rule_ext hardmax.
+Proof. intros T s s' j H Hj. apply hardmax_ext; auto. Qed.
+
+Lemma block_agree_rl : forall rl, rule_ext rl -> forall T w b X Y, agree T w X Y ->
+  agree T w (block_eval rl T w b X) (block_eval rl T w b Y).
 Proof.
-  intros T w b X Y H t r Ht Hr. destruct b as [f|hs]; simpl.
+  intros rl Hext T w b X Y H t r Ht Hr. destruct b as [f|hs]; simpl.
   - unfold ff_eval. rewrite (H t r Ht Hr).
     rewrite (rsum_ext (hid f) _ (fun k => Q2R (w2 f r k) * relu (dot w (w1 f k) (Y t) + Q2R (b1 f k)))).
     reflexivity. intros. rewrite (dot_agree T w X Y); auto.
   - unfold att_eval. rewrite (H t r Ht Hr). f_equal. induction hs as [|hd hs IH]; simpl; auto.
     rewrite IH. f_equal. unfold head_eval. apply rsum_ext. intros a Ha. f_equal. apply rsum_ext.
-    intros j Hj. rewrite (dot_agree T w X Y _ j H Hj). f_equal. apply hardmax_ext; auto.
+    intros j Hj. rewrite (dot_agree T w X Y _ j H Hj). f_equal. apply Hext; auto.
     intros k Hk. unfold scores. apply rsum_ext. intros. rewrite (dot_agree T w X Y _ t), (dot_agree T w X Y _ k); auto.
 Qed.
 
-Lemma blocks_agree : forall T w bs X Y, agree T w X Y ->
-  agree T w (blocks_eval hardmax T w bs X) (blocks_eval hardmax T w bs Y).
-Proof. induction bs; intros; simpl; auto. apply IHbs, block_agree; auto. Qed.
+Lemma block_agree : forall T w b X Y, agree T w X Y ->
+  agree T w (block_eval hardmax T w b X) (block_eval hardmax T w b Y).
+Proof. apply block_agree_rl, hardmax_rule_ext. Qed.
 
 (** * Decoding hidden-unit indices *)
 
@@ -266,32 +277,39 @@ Proof.
   f_equal. apply rsum_ext. intros. f_equal. f_equal. lia.
 Qed.
 
-(** * The max block: C1 in every head *)
+(** * The max block *)
+
+(** What a max head returns under rule rl for values v over T tokens (query the constant 1,
+    key = value = v); under hardmax the maximum, by C1. *)
+Definition attn (rl : rule) (T : nat) (v : nat -> R) : R := rsum T (fun j => rl T (fun k => 1 * v k + 0) j * v j).
+
+Lemma attn_hardmax : forall T v, (1 <= T)%nat -> attn hardmax T v = vmax T v.
+Proof. intros. unfold attn. apply C1_hardmax_returns_max; auto; lra. Qed.
 
 Section Max.
-Variables (T N n : nat) (hh : nat -> R) (zv : nat -> nat -> R) (ov : nat -> R).
-Hypotheses (HT : (1 <= T)%nat) (Hn : (n <= N)%nat).
+Variables (rl : rule) (T N n : nat) (hh : nat -> R) (zv : nat -> nat -> R) (ov : nat -> R).
+Hypotheses (Hext : rule_ext rl) (HT : (1 <= T)%nat) (Hn : (n <= N)%nat).
 Let X := cstate T N hh zv ov.
 
 Lemma max_head_eval : forall q r i, (q < T)%nat -> (i < N)%nat ->
-  head_eval hardmax T (lwidth T N) (max_head T N i) X q r
-  = if (r =? c_out T N i)%nat then vmax T (fun t => zv t i) else 0.
+  head_eval rl T (lwidth T N) (max_head T N i) X q r
+  = if (r =? c_out T N i)%nat then attn rl T (fun t => zv t i) else 0.
 Proof.
   intros q r i Hq Hi. unfold head_eval, max_head, scores. cbn [hq hv qm km vm om rsum]. unfold qind.
   rewrite !dot_single. rewrite !ltb_true by (unfold lwidth, c_z; lia). unfold X. rewrite cs_const.
-  rewrite (rsum_ext T _ (fun j => hardmax T (fun k => 1 * zv k i + 0) j * zv j i)).
-  - rewrite C1_hardmax_returns_max by (auto; lra). destruct (r =? c_out T N i)%nat; rewrite ?Q2R1, ?Q2R0; ring.
+  rewrite (rsum_ext T _ (fun j => rl T (fun k => 1 * zv k i + 0) j * zv j i)).
+  - fold (attn rl T (fun t => zv t i)). destruct (r =? c_out T N i)%nat; rewrite ?Q2R1, ?Q2R0; ring.
   - intros j Hj. rewrite dot_single, ltb_true, (cs_z T N), Q2R1 by (unfold lwidth, c_z; lia).
-    f_equal; [ | ring]. apply hardmax_ext; auto. intros k Hk.
+    f_equal; [ | ring]. apply Hext; auto. intros k Hk.
     rewrite dot_single, ltb_true, (cs_z T N), Q2R1 by (unfold lwidth, c_z; lia). ring.
 Qed.
 
 Lemma max_eval :
-  agree T (lwidth T N) (block_eval hardmax T (lwidth T N) (max_block T N n) X)
-    (cstate T N hh zv (fun i => ov i + if (i <? n)%nat then vmax T (fun t => zv t i) else 0)).
+  agree T (lwidth T N) (block_eval rl T (lwidth T N) (max_block T N n) X)
+    (cstate T N hh zv (fun i => ov i + if (i <? n)%nat then attn rl T (fun t => zv t i) else 0)).
 Proof.
-  assert (S : forall q r, (q < T)%nat -> block_eval hardmax T (lwidth T N) (max_block T N n) X q r
-            = X q r + rsum n (fun i => if (r =? c_out T N i)%nat then vmax T (fun t => zv t i) else 0)).
+  assert (S : forall q r, (q < T)%nat -> block_eval rl T (lwidth T N) (max_block T N n) X q r
+            = X q r + rsum n (fun i => if (r =? c_out T N i)%nat then attn rl T (fun t => zv t i) else 0)).
   { intros q r Hq. simpl. unfold att_eval. rewrite fold_heads. f_equal. apply rsum_ext. intros.
     rewrite max_head_eval by (auto; lia). reflexivity. }
   apply agree_cstate; [intros t Ht | intros t i0 Ht Hi0 ..]; rewrite S by auto; unfold X.
@@ -406,62 +424,109 @@ Proof.
   intros. unfold piece, dot. f_equal. apply rsum_ext. intros c Hc. unfold zeroext. rewrite ltb_true; auto.
 Qed.
 
+(** One layer under rule rl: the three blocks turn h into [step L nin h], for any [step] that is,
+    unit by unit, what the max head returns on the padded pieces. *)
+Definition step_ok (rl : rule) (T : nat) (step : layer -> nat -> (nat -> R) -> nat -> R) : Prop :=
+  forall L nin h i, (i < units L)%nat -> (1 <= rank L i <= T)%nat ->
+    step L nin h i = attn rl T (fun t => piece L nin h i (pad (rank L i) t)).
+
+(** The layers of a net run by [step] (for [layer_eval], [layers_eval]: [run_layer_eval]). *)
+Fixpoint run (step : layer -> nat -> (nat -> R) -> nat -> R) (ls : list layer) (nin : nat) (h : nat -> R) : nat -> R :=
+  match ls with [] => h | L :: ls => run step ls (units L) (step L nin h) end.
+
+Lemma run_layer_eval : forall ls nin h, run layer_eval ls nin h = layers_eval ls nin h.
+Proof. induction ls; intros; simpl; auto. Qed.
+
 Section Layer.
-Variables (T N : nat) (Rs : shifts).
-Hypothesis HT : (1 <= T)%nat.
+Variables (rl : rule) (T N : nat) (Rs : shifts) (step : layer -> nat -> (nat -> R) -> nat -> R).
+Hypotheses (Hext : rule_ext rl) (HT : (1 <= T)%nat) (Hstep : step_ok rl T step).
 
 Lemma layer_correct : forall l L nin h X,
   (nin <= N)%nat -> (units L <= N)%nat -> (forall i, (i < units L)%nat -> (1 <= rank L i <= T)%nat) ->
   (forall i j, (i < units L)%nat -> (j < T)%nat -> Rabs (piece L nin h i (pad (rank L i) j)) <= Q2R (Rs l i j)) ->
   agree T (lwidth T N) X (cstate T N (zeroext nin h) zero2 zero1) ->
   agree T (lwidth T N)
-    (blocks_eval hardmax T (lwidth T N) [pieces_block T N nin L (Rs l); max_block T N (units L); advance_block T N nin (units L)] X)
-    (cstate T N (zeroext (units L) (layer_eval L nin h)) zero2 zero1).
+    (blocks_eval rl T (lwidth T N) [pieces_block T N nin L (Rs l); max_block T N (units L); advance_block T N nin (units L)] X)
+    (cstate T N (zeroext (units L) (step L nin h)) zero2 zero1).
 Proof.
   intros l L nin h X Hnin Hn Hr Hs HX. cbn [blocks_eval]. set (w := lwidth T N).
-  (* pieces *)
+  (* pieces: a feed-forward block, the same under every rule *)
   set (zv1 := fun t i => if (i <? units L)%nat then piece L nin (zeroext nin h) i (pad (rank L i) t) else 0).
-  assert (S1 : agree T w (block_eval hardmax T w (pieces_block T N nin L (Rs l)) X) (cstate T N (zeroext nin h) zv1 zero1)).
-  { eapply agree_trans; [apply block_agree, HX | ]. apply pieces_eval; auto.
-    intros. rewrite piece_zeroext. auto. }
+  assert (S1 : agree T w (block_eval rl T w (pieces_block T N nin L (Rs l)) X) (cstate T N (zeroext nin h) zv1 zero1)).
+  { eapply agree_trans; [apply block_agree_rl, HX; auto | ].
+    exact (pieces_eval T N nin L (Rs l) (zeroext nin h) zero1 HT Hnin Hn
+             (fun i j Hi Hj => eq_ind_r (fun v => Rabs v <= _) (Hs i j Hi Hj) (piece_zeroext L nin h i _))). }
   (* max *)
-  set (ov2 := fun i => zero1 i + (if (i <? units L)%nat then vmax T (fun t => zv1 t i) else 0)).
-  assert (S2 : agree T w (block_eval hardmax T w (max_block T N (units L)) (block_eval hardmax T w (pieces_block T N nin L (Rs l)) X))
+  set (ov2 := fun i => zero1 i + (if (i <? units L)%nat then attn rl T (fun t => zv1 t i) else 0)).
+  assert (S2 : agree T w (block_eval rl T w (max_block T N (units L)) (block_eval rl T w (pieces_block T N nin L (Rs l)) X))
                  (cstate T N (zeroext nin h) zv1 ov2)).
-  { eapply agree_trans; [apply block_agree, S1 | ]. apply max_eval; auto. }
-  (* advance *)
-  eapply agree_trans; [apply block_agree, S2 | ]. eapply agree_trans; [apply advance_eval; auto | ].
+  { eapply agree_trans; [apply block_agree_rl, S1; auto | ]. apply max_eval; auto. }
+  (* advance: a feed-forward block *)
+  eapply agree_trans; [apply block_agree_rl, S2; auto | ].
+  eapply agree_trans; [exact (advance_eval T N nin (units L) (zeroext nin h) zv1 ov2 Hnin Hn) | ].
   apply cstate_ext; intros.
-  - unfold zeroext, ov2, zero1, layer_eval. destruct (Nat.ltb_spec i (units L)).
+  - unfold zeroext, ov2, zero1. destruct (Nat.ltb_spec i (units L)).
     2:{ destruct (i <? nin)%nat; ring. }
-    rewrite <- (vmax_pad T (rank L i)) by auto.
-    transitivity (vmax T (fun t => zv1 t i)); [destruct (i <? nin)%nat; ring | ].
-    apply vmax_ext. intros t Ht. unfold zv1. rewrite ltb_true, piece_zeroext by auto. reflexivity.
+    rewrite Hstep by auto.
+    transitivity (attn rl T (fun t => zv1 t i)); [destruct (i <? nin)%nat; ring | ].
+    unfold attn. apply rsum_ext. intros t Ht. unfold zv1; cbv beta. rewrite ltb_true, piece_zeroext by auto.
+    f_equal. apply Hext; auto. intros k Hk. rewrite piece_zeroext. reflexivity.
   - unfold zv1, zero2. destruct (Nat.ltb_spec i (units L)); reflexivity.
   - unfold ov2, zero1. destruct (Nat.ltb_spec i (units L)); ring.
 Qed.
 
-Fixpoint shifts_hold (l nin : nat) (ls : list layer) (h : nat -> R) : Prop :=
+(** The shift constants bound the pieces along the trajectory of [step]. *)
+Fixpoint shifts_along (l nin : nat) (ls : list layer) (h : nat -> R) : Prop :=
   match ls with
   | [] => True
   | L :: ls => (forall i j, (i < units L)%nat -> (j < T)%nat -> Rabs (piece L nin h i (pad (rank L i) j)) <= Q2R (Rs l i j))
-               /\ shifts_hold (S l) (units L) ls (layer_eval L nin h)
+               /\ shifts_along (S l) (units L) ls (step L nin h)
   end.
 
-Lemma layers_correct : forall ls l nin h X,
+Lemma layers_correct_along : forall ls l nin h X,
   (nin <= N)%nat -> (forall L, In L ls -> (units L <= N)%nat /\ forall i, (i < units L)%nat -> (1 <= rank L i <= T)%nat) ->
-  shifts_hold l nin ls h ->
+  shifts_along l nin ls h ->
   agree T (lwidth T N) X (cstate T N (zeroext nin h) zero2 zero1) ->
-  agree T (lwidth T N) (blocks_eval hardmax T (lwidth T N) (layer_blocks T N l nin ls Rs) X)
-    (cstate T N (zeroext (last (nin :: map units ls) O) (layers_eval ls nin h)) zero2 zero1).
+  agree T (lwidth T N) (blocks_eval rl T (lwidth T N) (layer_blocks T N l nin ls Rs) X)
+    (cstate T N (zeroext (last (nin :: map units ls) O) (run step ls nin h)) zero2 zero1).
 Proof.
-  induction ls as [|L ls IH]; intros l nin h X Hnin Hls Hs HX; cbn [layer_blocks blocks_eval layers_eval map]; auto.
+  induction ls as [|L ls IH]; intros l nin h X Hnin Hls Hs HX; cbn [layer_blocks blocks_eval run map]; auto.
   destruct Hs as [Hs Hs']. destruct (Hls L (or_introl eq_refl)) as [Hn Hr].
   pose proof (layer_correct l L nin h X Hnin Hn Hr Hs HX) as HL. cbn [blocks_eval] in HL.
   replace (last (nin :: units L :: map units ls) O) with (last (units L :: map units ls) O) by reflexivity.
   apply IH; auto. intros; apply Hls; right; auto.
 Qed.
 End Layer.
+
+(** Hardmax: the step is the Maxout layer itself. *)
+Lemma layer_eval_step_ok : forall T, (1 <= T)%nat -> step_ok hardmax T layer_eval.
+Proof.
+  intros T HT L nin h i Hi Hr. unfold layer_eval. rewrite attn_hardmax by auto.
+  symmetry. apply vmax_pad. auto.
+Qed.
+
+Fixpoint shifts_hold (T : nat) (Rs : shifts) (l nin : nat) (ls : list layer) (h : nat -> R) : Prop :=
+  match ls with
+  | [] => True
+  | L :: ls => (forall i j, (i < units L)%nat -> (j < T)%nat -> Rabs (piece L nin h i (pad (rank L i) j)) <= Q2R (Rs l i j))
+               /\ shifts_hold T Rs (S l) (units L) ls (layer_eval L nin h)
+  end.
+
+Lemma shifts_hold_along : forall T Rs ls l nin h, shifts_hold T Rs l nin ls h -> shifts_along T Rs layer_eval l nin ls h.
+Proof. induction ls as [|L ls IH]; intros l nin h H; simpl in *; auto. destruct H. split; auto. Qed.
+
+Lemma layers_correct : forall T N Rs, (1 <= T)%nat -> forall ls l nin h X,
+  (nin <= N)%nat -> (forall L, In L ls -> (units L <= N)%nat /\ forall i, (i < units L)%nat -> (1 <= rank L i <= T)%nat) ->
+  shifts_hold T Rs l nin ls h ->
+  agree T (lwidth T N) X (cstate T N (zeroext nin h) zero2 zero1) ->
+  agree T (lwidth T N) (blocks_eval hardmax T (lwidth T N) (layer_blocks T N l nin ls Rs) X)
+    (cstate T N (zeroext (last (nin :: map units ls) O) (layers_eval ls nin h)) zero2 zero1).
+Proof.
+  intros. rewrite <- run_layer_eval. apply layers_correct_along; auto.
+  - apply hardmax_rule_ext.
+  - apply layer_eval_step_ok; auto.
+  - apply shifts_hold_along; auto.
+Qed.
 
 (** * The embedding, the read-out and the theorem *)
 
@@ -507,30 +572,47 @@ Definition well_formed (M : maxout) : Prop :=
 Definition shifts_bound (M : maxout) (Rs : shifts) (x : nat -> R) : Prop :=
   shifts_hold (max_rank M) Rs 0 (input_dim M) (layers M) x.
 
-Theorem C3_construction_computes_maxout : forall (M : maxout) (Rs : shifts) (x : nat -> R),
-  well_formed M -> shifts_bound M Rs x ->
-  forall o, tf_eval hardmax (construct M Rs) x o = maxout_eval M x o.
+(** What [well_formed] gives: T ≥ 1, every width ≤ N, every rank in 1..T. *)
+Lemma wf_facts : forall M, well_formed M ->
+  (1 <= max_rank M)%nat /\ (forall n, In n (widths M) -> (n <= max_width M)%nat) /\
+  forall L, In L (layers M) -> (units L <= max_width M)%nat /\
+    forall i, (i < units L)%nat -> (1 <= rank L i <= max_rank M)%nat.
 Proof.
-  intros M Rs x [Hne Hwf] Hs o.
-  set (T := max_rank M). set (N := max_width M). set (d := input_dim M).
-  assert (HN : forall n, In n (widths M) -> (n <= N)%nat) by (intros; apply fold_max_ge; auto).
-  assert (Hd : (d <= N)%nat) by (apply HN; left; reflexivity).
-  assert (Hls : forall L, In L (layers M) -> (units L <= N)%nat /\ forall i, (i < units L)%nat -> (1 <= rank L i <= T)%nat).
+  intros M [Hne Hwf].
+  assert (HN : forall n, In n (widths M) -> (n <= max_width M)%nat) by (intros; apply fold_max_ge; auto).
+  assert (Hls : forall L, In L (layers M) -> (units L <= max_width M)%nat /\
+                  forall i, (i < units L)%nat -> (1 <= rank L i <= max_rank M)%nat).
   { intros L HL. split; [apply HN; right; apply in_map; auto | ].
     intros i Hi. split; [apply Hwf; auto | ].
     apply Nat.le_trans with (layer_rank L).
     - apply fold_max_ge, in_map, in_seq. lia.
     - apply fold_max_ge, in_map. auto. }
-  assert (HT : (1 <= T)%nat).
-  { assert (exists L, In L (layers M)) as [L HL]
-      by (destruct (layers M); [contradiction | eexists; left; reflexivity]).
-    destruct (Hwf L HL) as [Hu _]. destruct (Hls L HL) as [_ Hr]. specialize (Hr O Hu). lia. }
-  set (nL := last_width M). set (hL := layers_eval (layers M) d x).
+  split; [ | split; auto].
+  assert (exists L, In L (layers M)) as [L HL]
+    by (destruct (layers M); [contradiction | eexists; left; reflexivity]).
+  destruct (Hwf L HL) as [Hu _]. destruct (Hls L HL) as [_ Hr]. specialize (Hr O Hu). lia.
+Qed.
+
+(** Under any rule whose weights depend only on the T tokens' scores, and any [step] that is,
+    unit by unit, what the max head returns ([step_ok]), the construction computes the net run by
+    [step], wherever the shift constants bound the pieces along that run. *)
+Theorem construction_under_rule : forall (rl : rule) (step : layer -> nat -> (nat -> R) -> nat -> R)
+  (M : maxout) (Rs : shifts) (x : nat -> R),
+  rule_ext rl -> step_ok rl (max_rank M) step -> well_formed M ->
+  shifts_along (max_rank M) Rs step 0 (input_dim M) (layers M) x ->
+  forall o, tf_eval rl (construct M Rs) x o
+            = dot (last_width M) (rd_w M o) (run step (layers M) (input_dim M) x) + Q2R (rd_b M o).
+Proof.
+  intros rl step M Rs x Hext Hstep Hwf Hs o.
+  destruct (wf_facts M Hwf) as [HT [HN Hls]].
+  set (T := max_rank M) in *. set (N := max_width M) in *. set (d := input_dim M) in *.
+  assert (Hd : (d <= N)%nat) by (apply HN; left; reflexivity).
+  set (nL := last_width M). set (hL := run step (layers M) d x).
   assert (HnL : (nL <= N)%nat) by (apply HN, last_in; discriminate).
-  assert (HX := layers_correct T N Rs HT (layers M) 0 d x (embed (construct M Rs) x) Hd Hls Hs
+  assert (HX := layers_correct_along rl T N Rs step Hext HT Hstep (layers M) 0 d x (embed (construct M Rs) x) Hd Hls Hs
                   (embed_correct M Rs x Hd)).
   change (last (d :: map units (layers M)) 0%nat) with nL in HX.
-  unfold tf_eval, maxout_eval. cbn [tokens width blocks out_token ro_w ro_b construct]. fold T N d nL hL.
+  unfold tf_eval. cbn [tokens width blocks out_token ro_w ro_b construct]. fold T N d nL hL.
   f_equal. unfold dot.
   rewrite (rsum_ext _ _ (fun c => if ((1 + T <=? c) && (c <? 1 + T + nL))%nat
                                  then Q2R (rd_w M o (c - (1 + T))%nat) * hL (c - (1 + T))%nat else 0)).
@@ -540,6 +622,17 @@ Proof.
     + apply andb_prop in E. destruct E as [E1 E2]. apply Nat.leb_le in E1. apply Nat.ltb_lt in E2.
       rewrite (HX O c) by auto. f_equal. unfold cstate, zeroext. nat_cases. reflexivity.
     + rewrite Q2R0. ring.
+Qed.
+
+Theorem C3_construction_computes_maxout : forall (M : maxout) (Rs : shifts) (x : nat -> R),
+  well_formed M -> shifts_bound M Rs x ->
+  forall o, tf_eval hardmax (construct M Rs) x o = maxout_eval M x o.
+Proof.
+  intros M Rs x Hwf Hs o. destruct (wf_facts M Hwf) as [HT _].
+  unfold maxout_eval. rewrite <- run_layer_eval. apply construction_under_rule; auto.
+  - apply hardmax_rule_ext.
+  - apply layer_eval_step_ok; auto.
+  - apply shifts_hold_along; auto.
 Qed.
 
 (** The claim on a box B_0 = [lower, upper]: wherever the shift constants bound the pieces on

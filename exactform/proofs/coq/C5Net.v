@@ -2,10 +2,10 @@
     net M, shift constants with a stated margin, λ > 0 and input x,
     |Tf_λ(x)_o − M(x)_o| ≤ softmax_err M λ o, with softmax_err M λ o = softmax_err M 1 o / λ.
 
-    The route: under any attention rule whose weights depend only on the scores of the T tokens,
-    [construct M Rs] computes the "soft" net whose unit i returns its max head's average
-    [attn rl T v] of the padded pieces v_t = a_{i,pad(t)}(h̃) instead of max_t v_t — provided
-    the shift constants bound the pieces along that soft trajectory ([construction_under_rule]).
+    The route: under softmax(λ), [construct M Rs] computes the "soft" net whose unit i returns its
+    max head's average [attn (softmax_l λ) T v] of the padded pieces v_t = a_{i,pad(t)}(h̃) instead
+    of max_t v_t — provided the shift constants bound the pieces along that soft trajectory
+    ([construction_under_rule] of C3.v, for any rule whose weights depend only on the scores).
     Under softmax(λ) the average is within ln T/λ of the maximum ([C5_lemma_a]), and the maximum
     is Lipschitz in h with constant [lip] (the largest ℓ1 norm of a piece's weights); so the
     error grows per layer as e_ℓ = lip_ℓ·e_{ℓ−1} + ln T/λ (e_0 = 0), and the margin
@@ -13,175 +13,21 @@
     slot) keeps the soft trajectory inside the shifts. These are the recursion and the margin
     test of `exactform softmax` (exactform/prove/softmax.py, with a rational U ≥ ln T). *)
 From Coq Require Import Reals QArith Qreals Lra Lia List Arith Bool.
-From Exactform Require Import Defs Sums C1 C3 C2 C5.
+From Exactform Require Import Defs Sums C1 C3 C5.
 Import ListNotations.
 Open Scope R_scope.
 
-(** * Any attention rule *)
-
-(** A rule whose weights over tokens < T depend only on the scores of tokens < T. *)
-Definition rule_ext (rl : rule) : Prop :=
-  forall T s s' j, (forall k, (k < T)%nat -> s k = s' k) -> (j < T)%nat -> rl T s j = rl T s' j.
-
-Lemma hardmax_rule_ext : rule_ext hardmax.
-Proof. intros T s s' j H Hj. apply hardmax_ext; auto. Qed.
+(** * Softmax(λ): the construction computes the soft net *)
 
 Lemma softmax_rule_ext : forall lam, rule_ext (softmax_l lam).
 Proof. intros lam T s s' j H Hj. unfold softmax_l. apply softmax_ext; auto. intros. rewrite H; auto. Qed.
 
-(** What a max head returns for values v over T tokens (query the constant 1, key = value = v). *)
-Definition attn (rl : rule) (T : nat) (v : nat -> R) : R := rsum T (fun j => rl T (fun k => 1 * v k + 0) j * v j).
+(** The soft layer: unit i returns the softmax(λ) max head's average of its padded pieces. *)
+Definition soft_layer (lam : R) (T : nat) (L : layer) (nin : nat) (h : nat -> R) : nat -> R :=
+  fun i => attn (softmax_l lam) T (fun t => piece L nin h i (pad (rank L i) t)).
 
-Section Rule.
-Variable rl : rule.
-Hypothesis Hext : rule_ext rl.
-
-Lemma block_agree_rl : forall T w b X Y, agree T w X Y -> agree T w (block_eval rl T w b X) (block_eval rl T w b Y).
-Proof.
-  intros T w b X Y H t r Ht Hr. destruct b as [f|hs]; simpl.
-  - unfold ff_eval. rewrite (H t r Ht Hr).
-    rewrite (rsum_ext (hid f) _ (fun k => Q2R (w2 f r k) * relu (dot w (w1 f k) (Y t) + Q2R (b1 f k)))).
-    reflexivity. intros. rewrite (dot_agree T w X Y); auto.
-  - unfold att_eval. rewrite (H t r Ht Hr). f_equal. induction hs as [|hd hs IH]; simpl; auto.
-    rewrite IH. f_equal. unfold head_eval. apply rsum_ext. intros a Ha. f_equal. apply rsum_ext.
-    intros j Hj. rewrite (dot_agree T w X Y _ j H Hj). f_equal. apply Hext; auto.
-    intros k Hk. unfold scores. apply rsum_ext. intros. rewrite (dot_agree T w X Y _ t), (dot_agree T w X Y _ k); auto.
-Qed.
-
-Section Max.
-Variables (T N n : nat) (hh : nat -> R) (zv : nat -> nat -> R) (ov : nat -> R).
-Hypotheses (HT : (1 <= T)%nat) (Hn : (n <= N)%nat).
-Let X := cstate T N hh zv ov.
-
-Lemma max_head_eval_rl : forall q r i, (q < T)%nat -> (i < N)%nat ->
-  head_eval rl T (lwidth T N) (max_head T N i) X q r
-  = if (r =? c_out T N i)%nat then attn rl T (fun t => zv t i) else 0.
-Proof.
-  intros q r i Hq Hi. unfold head_eval, max_head, scores. cbn [hq hv qm km vm om rsum]. unfold qind.
-  rewrite !dot_single. rewrite !ltb_true by (unfold lwidth, c_z; lia). unfold X. rewrite cs_const.
-  rewrite (rsum_ext T _ (fun j => rl T (fun k => 1 * zv k i + 0) j * zv j i)).
-  - fold (attn rl T (fun t => zv t i)). destruct (r =? c_out T N i)%nat; rewrite ?Q2R1, ?Q2R0; ring.
-  - intros j Hj. rewrite dot_single, ltb_true, (cs_z T N), Q2R1 by (unfold lwidth, c_z; lia).
-    f_equal; [ | ring]. apply Hext; auto. intros k Hk.
-    rewrite dot_single, ltb_true, (cs_z T N), Q2R1 by (unfold lwidth, c_z; lia). ring.
-Qed.
-
-Lemma max_eval_rl :
-  agree T (lwidth T N) (block_eval rl T (lwidth T N) (max_block T N n) X)
-    (cstate T N hh zv (fun i => ov i + if (i <? n)%nat then attn rl T (fun t => zv t i) else 0)).
-Proof.
-  assert (S : forall q r, (q < T)%nat -> block_eval rl T (lwidth T N) (max_block T N n) X q r
-            = X q r + rsum n (fun i => if (r =? c_out T N i)%nat then attn rl T (fun t => zv t i) else 0)).
-  { intros q r Hq. simpl. unfold att_eval. rewrite fold_heads. f_equal. apply rsum_ext. intros.
-    rewrite max_head_eval_rl by (auto; lia). reflexivity. }
-  apply agree_cstate; [intros t Ht | intros t i0 Ht Hi0 ..]; rewrite S by auto; unfold X.
-  - rewrite rsum_coord_miss by (intros; unfold c_out; lia). rewrite cs_const. ring.
-  - rewrite rsum_coord_miss by (intros; unfold c_out, c_shift; lia). rewrite cs_shift by auto. ring.
-  - rewrite rsum_coord_miss by (intros; unfold c_out, c_h; lia). rewrite cs_h by auto. ring.
-  - rewrite rsum_coord_miss by (intros; unfold c_out, c_z; lia). rewrite cs_z by auto. ring.
-  - rewrite rsum_coord_hit by (intros i i'; unfold c_out; lia). rewrite cs_out by auto. ring.
-Qed.
-End Max.
-
-(** The soft net: unit i of a layer returns [attn rl T] of its padded pieces. *)
-Definition soft_layer (T : nat) (L : layer) (nin : nat) (h : nat -> R) : nat -> R :=
-  fun i => attn rl T (fun t => piece L nin h i (pad (rank L i) t)).
-
-Fixpoint soft_layers (T : nat) (ls : list layer) (nin : nat) (h : nat -> R) : nat -> R :=
-  match ls with [] => h | L :: ls => soft_layers T ls (units L) (soft_layer T L nin h) end.
-
-(** The shift constants bound the pieces along the soft trajectory. *)
-Fixpoint soft_shifts_hold (T : nat) (Rs : shifts) (l nin : nat) (ls : list layer) (h : nat -> R) : Prop :=
-  match ls with
-  | [] => True
-  | L :: ls => (forall i j, (i < units L)%nat -> (j < T)%nat -> Rabs (piece L nin h i (pad (rank L i) j)) <= Q2R (Rs l i j))
-               /\ soft_shifts_hold T Rs (S l) (units L) ls (soft_layer T L nin h)
-  end.
-
-Section Layer.
-Variables (T N : nat) (Rs : shifts).
-Hypothesis HT : (1 <= T)%nat.
-
-Lemma layer_correct_rl : forall l L nin h X,
-  (nin <= N)%nat -> (units L <= N)%nat ->
-  (forall i j, (i < units L)%nat -> (j < T)%nat -> Rabs (piece L nin h i (pad (rank L i) j)) <= Q2R (Rs l i j)) ->
-  agree T (lwidth T N) X (cstate T N (zeroext nin h) zero2 zero1) ->
-  agree T (lwidth T N)
-    (blocks_eval rl T (lwidth T N) [pieces_block T N nin L (Rs l); max_block T N (units L); advance_block T N nin (units L)] X)
-    (cstate T N (zeroext (units L) (soft_layer T L nin h)) zero2 zero1).
-Proof.
-  intros l L nin h X Hnin Hn Hs HX. cbn [blocks_eval]. set (w := lwidth T N).
-  set (zv1 := fun t i => if (i <? units L)%nat then piece L nin (zeroext nin h) i (pad (rank L i) t) else 0).
-  assert (S1 : agree T w (block_eval rl T w (pieces_block T N nin L (Rs l)) X) (cstate T N (zeroext nin h) zv1 zero1)).
-  { eapply agree_trans; [apply block_agree_rl, HX | ].
-    exact (pieces_eval T N nin L (Rs l) (zeroext nin h) zero1 HT Hnin Hn
-             (fun i j Hi Hj => eq_ind_r (fun v => Rabs v <= _) (Hs i j Hi Hj) (piece_zeroext L nin h i _))). }
-  set (ov2 := fun i => zero1 i + (if (i <? units L)%nat then attn rl T (fun t => zv1 t i) else 0)).
-  assert (S2 : agree T w (block_eval rl T w (max_block T N (units L)) (block_eval rl T w (pieces_block T N nin L (Rs l)) X))
-                 (cstate T N (zeroext nin h) zv1 ov2)).
-  { eapply agree_trans; [apply block_agree_rl, S1 | ]. apply max_eval_rl; auto. }
-  eapply agree_trans; [apply block_agree_rl, S2 | ].
-  eapply agree_trans; [exact (advance_eval T N nin (units L) (zeroext nin h) zv1 ov2 Hnin Hn) | ].
-  apply cstate_ext; intros.
-  - unfold zeroext, ov2, zero1, soft_layer. destruct (Nat.ltb_spec i (units L)).
-    2:{ destruct (i <? nin)%nat; ring. }
-    transitivity (attn rl T (fun t => zv1 t i)); [destruct (i <? nin)%nat; ring | ].
-    unfold attn. apply rsum_ext. intros t Ht. unfold zv1; cbv beta. rewrite ltb_true, piece_zeroext by auto.
-    f_equal. apply Hext; auto. intros k Hk. rewrite piece_zeroext. reflexivity.
-  - unfold zv1, zero2. destruct (Nat.ltb_spec i (units L)); reflexivity.
-  - unfold ov2, zero1. destruct (Nat.ltb_spec i (units L)); ring.
-Qed.
-
-Lemma layers_correct_rl : forall ls l nin h X,
-  (nin <= N)%nat -> (forall L, In L ls -> (units L <= N)%nat) ->
-  soft_shifts_hold T Rs l nin ls h ->
-  agree T (lwidth T N) X (cstate T N (zeroext nin h) zero2 zero1) ->
-  agree T (lwidth T N) (blocks_eval rl T (lwidth T N) (layer_blocks T N l nin ls Rs) X)
-    (cstate T N (zeroext (last (nin :: map units ls) O) (soft_layers T ls nin h)) zero2 zero1).
-Proof.
-  induction ls as [|L ls IH]; intros l nin h X Hnin Hls Hs HX; cbn [layer_blocks blocks_eval soft_layers map]; auto.
-  destruct Hs as [Hs Hs']. pose proof (Hls L (or_introl eq_refl)) as Hn.
-  pose proof (layer_correct_rl l L nin h X Hnin Hn Hs HX) as HL. cbn [blocks_eval] in HL.
-  replace (last (nin :: units L :: map units ls) O) with (last (units L :: map units ls) O) by reflexivity.
-  apply IH; auto. intros; apply Hls; right; auto.
-Qed.
-End Layer.
-
-(** Under any such rule, the construction computes the soft net, wherever the shift constants
-    bound the pieces along the soft trajectory. *)
-Theorem construction_under_rule : forall (M : maxout) (Rs : shifts) (x : nat -> R),
-  well_formed M -> soft_shifts_hold (max_rank M) Rs 0 (input_dim M) (layers M) x ->
-  forall o, tf_eval rl (construct M Rs) x o
-            = dot (last_width M) (rd_w M o) (soft_layers (max_rank M) (layers M) (input_dim M) x) + Q2R (rd_b M o).
-Proof.
-  intros M Rs x Hwf Hs o.
-  set (T := max_rank M). set (N := max_width M). set (d := input_dim M).
-  assert (HN : forall n, In n (widths M) -> (n <= N)%nat) by (intros; apply fold_max_ge; auto).
-  assert (Hd : (d <= N)%nat) by (apply HN; left; reflexivity).
-  assert (Hls : forall L, In L (layers M) -> (units L <= N)%nat) by (intros; apply HN; right; apply in_map; auto).
-  assert (HT : (1 <= T)%nat).
-  { destruct Hwf as [Hne Hwf]. destruct (layers M) as [|L ls] eqn:E; [contradiction | ].
-    destruct (Hwf L (or_introl eq_refl)) as [Hu Hr]. specialize (Hr O Hu).
-    apply Nat.le_trans with (rank L O); auto. unfold T, max_rank. rewrite E. cbn [map fold_right].
-    apply Nat.le_trans with (layer_rank L); [ | apply Nat.le_max_l].
-    apply fold_max_ge, in_map, in_seq. lia. }
-  set (nL := last_width M). set (hL := soft_layers T (layers M) d x).
-  assert (HnL : (nL <= N)%nat) by (apply HN, last_in; discriminate).
-  assert (HX := layers_correct_rl T N Rs HT (layers M) 0 d x (embed (construct M Rs) x) Hd Hls Hs
-                  (embed_correct M Rs x Hd)).
-  change (last (d :: map units (layers M)) 0%nat) with nL in HX.
-  unfold tf_eval. cbn [tokens width blocks out_token ro_w ro_b construct]. fold T N d nL hL.
-  f_equal. unfold dot.
-  rewrite (rsum_ext _ _ (fun c => if ((1 + T <=? c) && (c <? 1 + T + nL))%nat
-                                 then Q2R (rd_w M o (c - (1 + T))%nat) * hL (c - (1 + T))%nat else 0)).
-  - pose proof (rsum_window (1 + T) nL (lwidth T N) (fun c => Q2R (rd_w M o c) * hL c)) as W.
-    cbv beta in W. rewrite W by (unfold lwidth; lia). reflexivity.
-  - intros c Hc. unfold in_h. destruct ((1 + T <=? c) && (c <? 1 + T + nL))%nat eqn:E.
-    + apply andb_prop in E. destruct E as [E1 E2]. apply Nat.leb_le in E1. apply Nat.ltb_lt in E2.
-      rewrite (HX O c) by auto. f_equal. unfold cstate, zeroext. nat_cases. reflexivity.
-    + rewrite Q2R0. ring.
-Qed.
-End Rule.
+Lemma soft_layer_step_ok : forall lam T, step_ok (softmax_l lam) T (soft_layer lam T).
+Proof. intros. intros L nin h i _ _. reflexivity. Qed.
 
 (** * Softmax(λ): the error through depth *)
 
@@ -297,7 +143,7 @@ Proof. intros. unfold pad. lia. Qed.
 Lemma soft_layer_err : forall T lam L nin h h' e i, (1 <= T)%nat -> 0 < lam -> 0 <= e ->
   (i < units L)%nat -> (1 <= rank L i <= T)%nat ->
   (forall c, (c < nin)%nat -> Rabs (h' c - h c) <= e) ->
-  Rabs (soft_layer (softmax_l lam) T L nin h' i - layer_eval L nin h i) <= lip L nin * e + ln (INR T) / lam.
+  Rabs (soft_layer lam T L nin h' i - layer_eval L nin h i) <= lip L nin * e + ln (INR T) / lam.
 Proof.
   intros T lam L nin h h' e i HT Hl He Hi Hr Hh. unfold soft_layer, layer_eval.
   set (v' := fun t => piece L nin h' i (pad (rank L i) t)).
@@ -324,20 +170,20 @@ Lemma soft_trajectory : forall T Rs lam, (1 <= T)%nat -> 0 < lam ->
   (forall L, In L ls -> forall i, (i < units L)%nat -> (1 <= rank L i <= T)%nat) ->
   (forall c, (c < nin)%nat -> Rabs (h' c - h c) <= e) ->
   margin_hold T Rs lam l nin ls h e ->
-  soft_shifts_hold (softmax_l lam) T Rs l nin ls h' /\
+  shifts_along T Rs (soft_layer lam T) l nin ls h' /\
   forall c, (c < last (nin :: map units ls) O)%nat ->
-    Rabs (soft_layers (softmax_l lam) T ls nin h' c - layers_eval ls nin h c) <= err_layers T lam nin ls e.
+    Rabs (run (soft_layer lam T) ls nin h' c - layers_eval ls nin h c) <= err_layers T lam nin ls e.
 Proof.
   intros T Rs lam HT Hl. induction ls as [|L ls IH]; intros l nin h h' e He Hr Hh Hm.
   - split; [exact I | exact Hh].
-  - destruct Hm as [Hm Hm']. cbn [soft_shifts_hold soft_layers layers_eval err_layers].
+  - destruct Hm as [Hm Hm']. cbn [shifts_along run layers_eval err_layers].
     assert (He' : 0 <= lip L nin * e + ln (INR T) / lam).
     { pose proof (lip_nonneg L nin). pose proof (ln_T_nonneg T HT).
       apply Rplus_le_le_0_compat; [apply Rmult_le_pos; auto | apply div_nonneg; auto]. }
     assert (Hh' : forall c, (c < units L)%nat ->
-              Rabs (soft_layer (softmax_l lam) T L nin h' c - layer_eval L nin h c) <= lip L nin * e + ln (INR T) / lam).
+              Rabs (soft_layer lam T L nin h' c - layer_eval L nin h c) <= lip L nin * e + ln (INR T) / lam).
     { intros c Hc. apply soft_layer_err; auto. apply Hr; auto. left; reflexivity. }
-    destruct (IH (S l) (units L) (layer_eval L nin h) (soft_layer (softmax_l lam) T L nin h')
+    destruct (IH (S l) (units L) (layer_eval L nin h) (soft_layer lam T L nin h')
                  (lip L nin * e + ln (INR T) / lam) He' (fun L' HL' => Hr L' (or_intror HL')) Hh' Hm') as [A B].
     split; [split; [ | exact A] | exact B].
     intros i j Hi Hj. pose proof (Hm i j Hi Hj) as Hmij.
@@ -363,7 +209,8 @@ Proof.
   { intros. replace (x c - x c) with 0 by ring. rewrite Rabs_R0. lra. }
   destruct (soft_trajectory (max_rank M) Rs lam HT Hl (layers M) 0 (input_dim M) x x 0 (Rle_refl 0)
               (fun L HL => proj2 (Hr L HL)) H0 Hm) as [Hs He].
-  rewrite (construction_under_rule (softmax_l lam) (softmax_rule_ext lam) M Rs x Hwf Hs o).
+  rewrite (construction_under_rule (softmax_l lam) (soft_layer lam (max_rank M)) M Rs x (softmax_rule_ext lam)
+            (soft_layer_step_ok lam (max_rank M)) Hwf Hs o).
   unfold maxout_eval, softmax_err.
   set (E := err_layers (max_rank M) lam (input_dim M) (layers M) 0).
   assert (HE : 0 <= E) by (apply err_layers_nonneg; auto; lra).
