@@ -348,6 +348,28 @@ def test_hostile_tensors_are_malformed(tmp_path, kwargs, words):
     refused(path, "initializer 'W'", words)
 
 
+@pytest.mark.parametrize("old, new, words", [
+    ("7,5,5,50,", "7,5,5,", "line 4: expected 4 numbers"),
+    ("5,50,50,50,50,50,50,5,", "5,100000,100000,50,50,50,50,5,", "more than 2000000 weights"),
+    ("5.40062e-02", "5.4e-99999", "line 11 field 0: more than 4000 digits or an exponent beyond"),
+    ("5.40062e-02", "nan", "line 11 field 0: 'nan' is not a decimal number"),
+    ("60261.0,", "0,", "ranges[0]: a normalisation range is zero"),
+    (None, "\n1,2,3\n", "more lines than the header's 7 layers"),
+    (None, "," * (4 * 10 ** 6 + 1), "more than 4000000 commas"),
+], ids=["header", "sizes", "exponent", "nan", "range", "extra-line", "commas"])
+def test_hostile_nnet_is_malformed(tmp_path, old, new, words):
+    from exactform.checker.nnet_reader import read_nnet
+    text = NNET_1_1.read_text()
+    path = tmp_path / "bad.nnet"
+    path.write_text(text + new if old is None else text.replace(old, new, 1))
+    with pytest.raises(Malformed) as e:
+        read_nnet(path)
+    assert str(e.value).startswith(f"{path}: ") and words in str(e.value), str(e.value)
+    path.write_text(text[:len(text) // 2])
+    with pytest.raises(Malformed, match="end of file|expected"):
+        read_nnet(path)
+
+
 def test_sizes_are_bounded_before_work(tmp_path, monkeypatch):
     from exactform.checker import onnx_reader
     path = small_model(tmp_path / "small.onnx")

@@ -7,6 +7,7 @@ decimal is read exactly (``vnnlib.read_decimal``), every composition is exact (`
 result has the shape of ``reader.Maxout``'s layers and read-out (``relu_layer``, ``piece``: shared with
 the ONNX reader), and the clipping box is returned for the caller to require that the property's boxes
 lie inside it, where clipping is the identity."""
+import io
 from fractions import Fraction
 
 from . import vnnlib
@@ -30,16 +31,18 @@ def relu_layer(forms: list) -> list:
 def read_nnet(path) -> tuple:
     """``(inputs, layers, readout, clip)``: the network of the file as exact ReLU layers and read-out
     (``reader.Maxout``'s shapes), and its input clipping box ``[(min_i, max_i)]``."""
-    lines = [(n, [f.strip() for f in line.split(",") if f.strip()])
-             for n, line in enumerate(vnnlib.text(path).splitlines(), 1) if line.strip() and not line.lstrip().startswith("//")]
-    lines.reverse()
+    text = vnnlib.text(path)
+    if text.count(",") > 2 * MAX_WEIGHTS:
+        raise Malformed(f"{path}: more than {2 * MAX_WEIGHTS} commas, beyond the checker's limit")
+    lines = ((n, line) for n, line in enumerate(io.StringIO(text), 1) if line.strip() and not line.lstrip().startswith("//"))
     bits = [0]
 
     def numbers(count, what: str) -> list:
-        """The next line: exactly ``count`` decimals (any number if None)."""
-        if not lines:
+        """The next line's fields: exactly ``count`` decimals (any number if None)."""
+        n, line = next(lines, (0, None))
+        if line is None:
             raise Malformed(f"{path}: end of file: expected {what}")
-        n, fields = lines.pop()
+        fields = [f.strip() for f in line.split(",") if f.strip()]
         if count is not None and len(fields) != count:
             raise Malformed(f"{path}: line {n}: expected {count} numbers ({what}), got {len(fields)}")
         out = []
@@ -77,8 +80,9 @@ def read_nnet(path) -> tuple:
     forms = [{i: 1 / ranges[i], ONE: -means[i] / ranges[i]} for i in range(inputs)]
     read = [([numbers(sizes[l], f"layer {l} weight row {j}") for j in range(sizes[l + 1])],
              [numbers(1, f"layer {l} bias {j}")[0] for j in range(sizes[l + 1])]) for l in range(layers)]
-    if lines:
-        raise Malformed(f"{path}: line {lines[-1][0]}: more lines than the header's {layers} layers")
+    extra = next(lines, None)
+    if extra is not None:
+        raise Malformed(f"{path}: line {extra[0]}: more lines than the header's {layers} layers")
     if error := beyond(2 * sum(a * b for a, b in zip(sizes, sizes[1:])) * weight(bits[0]), str(path),
                        "the weights, the first layer's twice, weighted by their size"):
         raise error
