@@ -318,7 +318,7 @@ def deep(levels: int) -> bytes:
 
 
 @pytest.mark.parametrize("data, words", [
-    (b"\x3a", "model.graph: a varint runs past the end"),                        # field 7, its length missing
+    (b"\x3a", "model: a varint runs past the end"),                              # field 7, its length missing
     (b"\x3a\x05ab", "model.graph: a length of 5 bytes runs past the end"),
     (b"\x3a" + b"\xff" * 10 + b"\x01", "a varint longer than 10 bytes"),
     (b"\x3b", "wire type 3"),                                                      # a group

@@ -28,9 +28,10 @@ from typing import NamedTuple
 
 from .cost import beyond, weight
 from .nnet_reader import IMPORTED_JSON, MAX_WEIGHTS, piece, relu_layer
-from .reader import MAX_BYTES, ONE, Malformed, combine
+from .reader import ONE, Malformed, combine
 
-MAX_FIELDS = 10 ** 6         # protobuf fields kept while reading one file
+MAX_BYTES = 1 << 24          # an ONNX file: 2·10^6 float32 weights take 8 MB; skipping 16 MiB of fields takes ~3 CPU s
+MAX_FIELDS = 2 * 10 ** 5     # protobuf fields kept while reading one file (ACAS Xu: 253)
 MAX_RANK = 64                # a tensor's dims, a Reshape's shape
 FLOAT, INT64, DOUBLE = 1, 7, 11
 ATTRIBUTES = {"Add": {}, "Sub": {}, "MatMul": {}, "Relu": {}, "Identity": {}, "Flatten": {"axis": 3},
@@ -54,6 +55,9 @@ class Wire:
         raise Malformed(f"{self.path}: {where}: {message}")
 
     def varint(self, data, pos: int, where: str) -> tuple:
+        """The varint at ``pos`` and the position after it."""
+        if pos < len(data) and data[pos] < 0x80:         # one byte: most keys and small numbers
+            return data[pos], pos + 1
         value = shift = 0
         while True:
             if pos >= len(data):
@@ -71,24 +75,26 @@ class Wire:
 
     def message(self, data, where: str, names: dict) -> dict:
         """The fields of ``names`` ({number: name}) in ``data``: {number: [(wire type, value)]}."""
-        out, pos = {}, 0
-        while pos < len(data):
+        out, pos, end = {}, 0, len(data)
+        while pos < end:
             key, pos = self.varint(data, pos, where)
             number, wire = key >> 3, key & 7
-            at = f"{where}.{names.get(number, f'field {number}')}"
             if number == 0 or wire not in (0, 1, 2, 5):
-                self.fail(at, f"field number {number}, wire type {wire}: not a protobuf field of this reader")
+                self.fail(where, f"field number {number}, wire type {wire}: not a protobuf field of this reader")
             if wire == 0:
-                value, pos = self.varint(data, pos, at)
+                value, pos = self.varint(data, pos, where)
+                if number not in names:
+                    continue
             else:
-                size, pos = (self.varint(data, pos, at) if wire == 2 else ({1: 8, 5: 4}[wire], pos))
-                if size > len(data) - pos:
-                    self.fail(at, f"a length of {size} bytes runs past the end of its message")
+                size, pos = self.varint(data, pos, where) if wire == 2 else (8 if wire == 1 else 4, pos)
+                if size > end - pos:
+                    self.fail(f"{where}.{names.get(number, f'field {number}')}",
+                              f"a length of {size} bytes runs past the end of its message")
                 value, pos = data[pos:pos + size], pos + size
             if number in names:
                 self.kept += 1
                 if self.kept > MAX_FIELDS:
-                    self.fail(at, f"more than {MAX_FIELDS} fields, beyond the checker's limit")
+                    self.fail(f"{where}.{names[number]}", f"more than {MAX_FIELDS} fields, beyond the checker's limit")
                 out.setdefault(number, []).append((wire, value))
         return out
 
