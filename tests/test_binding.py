@@ -379,12 +379,21 @@ def test_sizes_are_bounded_before_work(tmp_path, monkeypatch):
     refused(path, "larger than 100 bytes")
 
 
-def test_hostile_network_file_is_one_line_exit_2(tmp_path):
+@pytest.mark.parametrize("data", [None, b"\x08\x01" * (1 << 23)], ids=["huge-tensor", "16-MiB-of-fields"])
+def test_hostile_network_file_is_one_line_exit_2(tmp_path, data):
+    """Bound to a hostile ONNX file, ``check`` ends with one line, exit 2, within 1 GiB and a few CPU seconds."""
+    import resource
     bad = tmp_path / "bad.onnx"
-    bad.write_bytes(hostile_tensor([10 ** 8]))
-    r = cli("check", forged(tmp_path, bad, PROPS / "prop_3.vnnlib"), "--net", bad, "--property", PROPS / "prop_3.vnnlib")
+    bad.write_bytes(hostile_tensor([10 ** 8]) if data is None else data)
+    cert = forged(tmp_path, bad, PROPS / "prop_3.vnnlib")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    r = subprocess.run([sys.executable, "-m", "exactform", "check", cert, "--net", bad, "--property", PROPS / "prop_3.vnnlib"],
+                       capture_output=True, text=True, timeout=300,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert r.returncode == 2 and not r.stdout and len(r.stderr.splitlines()) == 1, r.stdout + r.stderr
-    assert "initializer 'W'" in r.stderr and "Traceback" not in r.stderr
+    assert str(bad) in r.stderr and "Traceback" not in r.stderr
+    assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 20
 
 
 def test_bound_check_runs_on_the_standard_library_and_trust_names_its_files(honest):
