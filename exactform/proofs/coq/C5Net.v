@@ -247,3 +247,38 @@ Proof.
   intros. eapply Rle_trans; [apply C5_network; auto | ]. rewrite C5_err_scale by auto.
   apply Rmult_le_reg_r with lam; auto. unfold Rdiv. rewrite Rmult_assoc, Rinv_l by lra. lra.
 Qed.
+
+(** The margin is easier to meet for a smaller error and a larger λ. *)
+Lemma margin_hold_mono : forall T Rs lam0 lam, (1 <= T)%nat -> 0 < lam0 <= lam ->
+  forall ls l nin h e e', 0 <= e' <= e ->
+  margin_hold T Rs lam0 l nin ls h e -> margin_hold T Rs lam l nin ls h e'.
+Proof.
+  intros T Rs lam0 lam HT Hl. induction ls as [|L ls IH]; intros l nin h e e' He Hm; [exact I | ].
+  destruct Hm as [Hm Hm']. pose proof (lip_nonneg L nin) as Hlip. pose proof (ln_T_nonneg T HT) as Hln.
+  split.
+  - intros i j Hi Hj. pose proof (Hm i j Hi Hj).
+    assert (norm1 L nin i (pad (rank L i) j) * e' <= norm1 L nin i (pad (rank L i) j) * e).
+    { apply Rmult_le_compat_l; [apply rsum_nonneg; intros; apply Rabs_pos | lra]. }
+    lra.
+  - apply (IH (S l) (units L) (layer_eval L nin h) (lip L nin * e + ln (INR T) / lam0)); auto.
+    assert (ln (INR T) / lam <= ln (INR T) / lam0).
+    { unfold Rdiv. apply Rmult_le_compat_l; auto. apply Rinv_le_contravar; lra. }
+    assert (lip L nin * e' <= lip L nin * e) by (apply Rmult_le_compat_l; lra).
+    split; [apply Rplus_le_le_0_compat; [apply Rmult_le_pos | apply div_nonneg] | ]; lra.
+Qed.
+
+(** For every ε > 0 an explicit λ(ε): once the margin holds at some λ0, every
+    λ ≥ max(λ0, err(M, 1)/ε) gives |Tf_λ(x)_o − M(x)_o| ≤ ε. *)
+Theorem C5_network_lambda : forall (M : maxout) (Rs : shifts) (lam0 eps : R) (x : nat -> R) (o : nat),
+  well_formed M -> 0 < lam0 -> 0 < eps -> softmax_margin M Rs lam0 x ->
+  forall lam, Rmax lam0 (softmax_err M 1 o / eps) <= lam ->
+  Rabs (tf_eval (softmax_l lam) (construct M Rs) x o - maxout_eval M x o) <= eps.
+Proof.
+  intros M Rs lam0 eps x o Hwf Hl0 He Hm lam Hlam.
+  pose proof (Rmax_l lam0 (softmax_err M 1 o / eps)). pose proof (Rmax_r lam0 (softmax_err M 1 o / eps)).
+  destruct (wf_facts M Hwf) as [HT _].
+  apply C5_network_eps; [auto | lra | | ].
+  - apply Rmult_le_reg_r with (/ eps); [apply Rinv_0_lt_compat; auto | ].
+    replace (eps * lam * / eps) with lam by (field; lra). unfold Rdiv in *. lra.
+  - unfold softmax_margin in *. apply (margin_hold_mono _ _ lam0 lam HT ltac:(lra) _ _ _ _ 0 0); auto; lra.
+Qed.
