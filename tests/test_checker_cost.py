@@ -84,12 +84,14 @@ def rows_and_atoms(net, atoms):
     return n, n - atoms
 
 
-def splits(depth, leaf):
-    """A tree splitting x_0 ``depth`` times, every leaf ``leaf``."""
+def splits(depth, leaf, e1=False):
+    """A tree splitting x_0 ``depth`` times, every leaf ``leaf`` (E1: at the row x_0 − c, children ≥ and ≤)."""
     def tree(lo, hi, k):
         if k == 0:
             return leaf
         mid = (lo + hi) / 2
+        if e1:
+            return {"split": ["1", q(-mid)], "children": [tree(mid, hi, k - 1), tree(lo, mid, k - 1)]}
         return {"split": 0, "at": str(mid), "children": [tree(lo, mid, k - 1), tree(mid, hi, k - 1)]}
     return tree(Fraction(0), Fraction(1), depth)
 
@@ -170,22 +172,22 @@ def e1(net, m, depth, named, length):
     return {"format": FORMAT, "kind": "equivalence", "models": {"a": net, "b": net},
             "claims": [{"id": "E1", "statement": statement([(Fraction(0), Fraction(1))], Fraction(1)),
                         "evidence": {"box": {"lower": ["0"], "upper": ["1"]}, "tolerance": "1",
-                                     "tree": splits(depth, leaf)}}]}
+                                     "tree": splits(depth, leaf, e1=True)}}]}
 
 
 def test_e1_witnesses_naming_every_node_row_are_charged(tmp_path):
-    """400 outputs, 8 relaxed leaves whose 800 witnesses each name every row of the 200 second-layer nodes
+    """600 outputs, 8 relaxed leaves whose 1 200 witnesses each name every row of the 100 second-layer nodes
     (1 000 entries each): refused before any leaf, each witness charged by the rows it names."""
     first = {"weight": [[["1"], ["0"]] for _ in range(1000)],
              "bias": [[q(Fraction(-k, 1000)), "0"] for k in range(1000)]}
-    net = maxout(1, [first, relu_layer([q(Fraction(-5 * k, 2)) for k in range(200)], 1000)],
-                 {"weight": [["1"] * 200], "bias": ["0"]})
+    net = maxout(1, [first, relu_layer([q(Fraction(-10 * k - 1, 2)) for k in range(100)], 1000)],
+                 {"weight": [["1"] * 100], "bias": ["0"]})
     model = read_model(net, "net")
     F = Forms(model.box)
     outputs(F, model)
     rows = cost.LeafCost(F).rows
     named = [i for i, r in enumerate(rows) if r > 100]
-    doc = e1(net, 400, 3, named, len(layout(F, 0, 800)[0]))
+    doc = e1(net, 600, 3, named, len(layout(F, 0, 1200)[0]))
     path = write(tmp_path / "witnesses.cert.json.gz", doc)
     assert path.stat().st_size < 300_000
     refused(path, "claims[0].evidence.tree")
@@ -195,4 +197,4 @@ def test_e1_witnesses_naming_every_node_row_are_charged(tmp_path):
     outputs(F, a)
     outputs(F, a)
     charged = equiv.work(doc["claims"][0]["evidence"]["tree"], (a, a), 1, F)
-    assert charged >= 8 * 800 * cost.SUM * sum(rows[i] for i in named) > cost.MAX_WORK
+    assert charged >= 8 * 1200 * cost.SUM * sum(rows[i] for i in named) > cost.MAX_WORK

@@ -35,8 +35,9 @@ def weight(bits: int) -> int:
 
 
 def bits(*things) -> int:
-    """The most bits of a number in ``things`` (nested lists, tuples and dicts' values): a Fraction's numerator
-    or denominator, a rational string's at 3.33 bits a digit; no arithmetic beyond ``bit_length``."""
+    """The most bits of a number in ``things`` (models as read: nested lists, tuples and dicts' values): a
+    Fraction's numerator or denominator, a rational string's at 3.33 bits a digit; no arithmetic beyond
+    ``bit_length``."""
     most, stack = 1, list(things)
     while stack:
         v = stack.pop()
@@ -91,8 +92,8 @@ def layer_work(layer: list, h: list) -> int:
 
 
 def readout_work(readout: list, h: list) -> int:
-    """The work of the read-out's rows on the forms ``h``."""
-    return ADD * sum(1 + sum(len(h[k]) for k in w) for w, _ in readout)
+    """The work of the read-out's rows on the forms ``h`` (Fraction products and sums, as a piece's)."""
+    return FRACTION * sum(1 + sum(len(h[k]) for k in w) for w, _ in readout)
 
 
 def block_work(block: tuple, X: list) -> int:
@@ -125,6 +126,14 @@ class Budget:
     def __call__(self, entries: int, what: str):
         if error := beyond(entries * self.scale, self.where, f"building the node table: {what}", self.limit):
             raise error
+
+
+def digits(v) -> int:
+    """The most bits of a witness's entries (strings, 3.33 bits a character; the reader refuses any other)."""
+    values = v.get("value") if isinstance(v, dict) else v
+    if not isinstance(values, list):
+        return 1
+    return int(3.33 * max((len(x) for x in values if type(x) is str), default=0)) + 1
 
 
 def named(v) -> list:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .cost import (MAX_WORK, Budget, LeafCost, beyond, bits, block_work, layer_work, named, node_count, readout_work,
-                   weight)
+from .cost import (FRACTION, MAX_WORK, Budget, LeafCost, beyond, bits, block_work, digits, layer_work, named, node_count,
+                   readout_work, weight)
 from .reader import (FORMAT, ONE, Malformed, Refuted, box, combine, domain, fields, integer, interval, items, load,
                      rational, read_maxout, read_transformer, row, spent)
 
@@ -171,20 +171,20 @@ def _node_value(F: Forms, kind: str, data: tuple, memo: dict, decide) -> dict:
     return combine([(Fraction(1, len(win)), w) for w in win])
 
 
-def work(tree, models, d: int, F=None) -> int:
+def work(tree, models, d: int, F=None, read: int | None = None) -> int:
     """An upper bound on the entries the check touches, weighted by the numbers' size (before the arithmetic it
     bounds): building the models' node table (``F.work``, charged as it is built); per tree node its
     witnesses over the cell's constraints (2·d + depth, each × (d + 2)) and the decisions it inherits; at a leaf,
     without the table, the models' nodes valued as maps of x; with the table ``F`` as built, ``cost.LeafCost``:
     a plain leaf values every node and its 2·m bound witnesses read the constraints; a relaxed leaf its rows'
     bounds (the pairs as ``relax.pairs`` forms them), a back-substitution per ``tighten`` entry and the rows its
-    2·m witnesses name (an atom row at most every variable)."""
+    2·m witnesses name (an atom row at most every variable).  ``read``: the models' numbers' bits (``cost.bits``)."""
     nodes, m, cost, total = sum(map(node_count, models)), len(models[0].readout), None, 0
     if F is not None:
         from .relax import pairs
         cost = LeafCost(F, pairs(F, len(F.calls) // 2), [d + len(F.nodes) + 1] * (2 * m))   # the true pairs or more
         total = F.work
-    stack = [(tree, 2 * d, 0)]
+    stack, most = [(tree, 2 * d, 0)], bits(models) if read is None else read
     while stack:
         node, cons, decided = stack.pop()
         entries = node.get("decide", []) if isinstance(node, dict) else []
@@ -201,9 +201,10 @@ def work(tree, models, d: int, F=None) -> int:
             witnesses = [named(w) for pair in (node["relaxed"] if isinstance(node["relaxed"], list) else [])
                          if isinstance(pair, list) for w in pair]
             total += cost.leaf([e[0] if isinstance(e, list) and e else None for e in tight], witnesses)
+            most = max([most] + [digits(w) for pair in node["relaxed"] if isinstance(pair, list) for w in pair])
         else:
             total += cost.plain() + 2 * m * cons * (d + 2)
-    return total * weight(bits(models, tree))
+    return total * weight(most)
 
 
 def implied(cons: list, h: dict, strict: bool, w: dict) -> bool:
@@ -273,14 +274,17 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None, limit: int = MAX_WORK
             raise Refuted(f"{name}: the certificate's model {role} is not the model in {path}")
         if path is not None and cube != model.box:          # bound: about the files' own domain, not a box of its choice
             raise Refuted(f"{name}: the box {domain(cube)} is not the domain {domain(model.box)} of the model in {path}")
-    if error := beyond(work(ev["tree"], (a, b), d), "claims[0].evidence.tree",
+    read = bits((a, b))
+    if error := beyond(work(ev["tree"], (a, b), d, read=read), "claims[0].evidence.tree",
                        "tree nodes × decisions × constraints, model sizes", limit):
         raise error
-    F = Forms(cube, Budget(limit, weight(bits((a, b), ev["tree"])), "models"))     # refused as it grows beyond
+    F = Forms(cube, Budget(limit, weight(read), "models"))          # refused as it grows beyond the bound
     ya = outputs(F, a)
     mark = len(F.calls)
-    diff = [(combine([(1, p), (-1, q)])) for p, q in zip(ya, outputs(F, b))]
-    if error := beyond(work(ev["tree"], (a, b), d, F), "claims[0].evidence.tree",
+    yb = outputs(F, b)
+    F.charge(FRACTION * sum(len(p) + len(q) for p, q in zip(ya, yb)), "the outputs' differences")
+    diff = [(combine([(1, p), (-1, q)])) for p, q in zip(ya, yb)]
+    if error := beyond(work(ev["tree"], (a, b), d, F, read), "claims[0].evidence.tree",
                        "the tree, the node table, leaves' bounds, tightenings, witnesses' rows", limit):
         raise error
     related = None

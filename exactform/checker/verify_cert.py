@@ -15,7 +15,7 @@ import hashlib
 import json
 from fractions import Fraction
 
-from .cost import MAX_WORK, ROW, Budget, LeafCost, beyond, bits, named, weight
+from .cost import MAX_WORK, ROW, Budget, LeafCost, beyond, bits, digits, named, weight
 from .equiv import Forms, covering, outputs, read_model
 from . import vnnlib
 from .relax import LeafRows, gap_signs, infeasible, tightening
@@ -145,7 +145,8 @@ def _bound(ev: dict, model, embedded: tuple, name: str, net_file, property_file)
 
 
 def _count(trees: list) -> list:
-    """Per tree its leaves as ``(tighten variables, the rows its witness names, entries above it)``, from the shapes
+    """Per tree its leaves as ``(tighten variables, the rows its witness names, entries above it, its numbers'
+    bits)``, from the shapes
     alone (no arithmetic; at most ``MAX_TREE`` nodes): a node with ``children`` is a split of any kind, whose own
     entries (its other fields' numbers) every leaf below it inherits; any other node is a leaf ``witness``."""
     out, seen = [], 0
@@ -167,7 +168,7 @@ def _count(trees: list) -> list:
                 continue
             tight = fields(node, at, ("witness",), ("tighten",)).get("tighten", [])
             tight = [e[0] for e in tight if isinstance(e, list) and e] if isinstance(tight, list) else []
-            leaves.append((tight, named(node["witness"]), inherited))
+            leaves.append((tight, named(node["witness"]), inherited, digits(node["witness"])))
     return out
 
 
@@ -192,8 +193,8 @@ def work(model, disjuncts: list, trees: list, limit: int = MAX_WORK) -> int:
     count, then to check), its atoms at the sizes of the output forms they read, and each leaf by ``LeafCost``
     (bounds, back-substitutions, the rows its witness names) plus a row over every variable per number of a
     split above it."""
-    d, scale = len(model.box), weight(bits(model, disjuncts, trees))
     leaves, total = _count(trees), 0
+    d, scale = len(model.box), weight(max([bits(model, disjuncts)] + [leaf[3] for tree in leaves for leaf in tree]))
     for (cube, atoms), tree in zip(disjuncts, leaves):
         F = Forms(cube, Budget(limit - total, 2 * scale, "models.net"))
         ys = outputs(F, model)
@@ -203,7 +204,7 @@ def work(model, disjuncts: list, trees: list, limit: int = MAX_WORK) -> int:
             raise error
         cost = LeafCost(F, (), [len(atom_form(a, d, ys)) + 1 for a in atoms])
         total += scale * sum(cost.leaf(tight, [witness]) + ROW * cost.variables * inherited
-                             for tight, witness, inherited in tree)
+                             for tight, witness, inherited, _ in tree)
         if error := beyond(total, "claims[0].evidence.trees",
                            "node tables, leaves' bounds, back-substitutions and witnesses' rows", limit):
             raise error
