@@ -92,8 +92,9 @@ def layer_work(layer: list, h: list) -> int:
 
 
 def readout_work(readout: list, h: list) -> int:
-    """The work of the read-out's rows on the forms ``h`` (Fraction products and sums, as a piece's)."""
-    return FRACTION * sum(1 + sum(len(h[k]) for k in w) for w, _ in readout)
+    """The work of the read-out's rows on the forms ``h`` (Fraction products and sums, as a piece's), twice: the
+    outputs, then what reads them whole (E1's differences A − B; V1's atoms are charged by their own reads)."""
+    return 2 * FRACTION * sum(1 + sum(len(h[k]) for k in w) for w, _ in readout)
 
 
 def block_work(block: tuple, X: list) -> int:

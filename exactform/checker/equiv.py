@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .cost import (FRACTION, MAX_WORK, Budget, LeafCost, beyond, bits, block_work, digits, layer_work, named, node_count,
+from .cost import (MAX_WORK, Budget, LeafCost, beyond, bits, block_work, digits, layer_work, named, node_count,
                    readout_work, weight)
 from .reader import (FORMAT, ONE, Malformed, Refuted, box, combine, domain, fields, integer, interval, items, load,
                      rational, read_maxout, read_transformer, row, spent)
@@ -281,9 +281,7 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None, limit: int = MAX_WORK
     F = Forms(cube, Budget(limit, weight(read), "models"))          # refused as it grows beyond the bound
     ya = outputs(F, a)
     mark = len(F.calls)
-    yb = outputs(F, b)
-    F.charge(FRACTION * sum(len(p) + len(q) for p, q in zip(ya, yb)), "the outputs' differences")
-    diff = [(combine([(1, p), (-1, q)])) for p, q in zip(ya, yb)]
+    diff = [(combine([(1, p), (-1, q)])) for p, q in zip(ya, outputs(F, b))]       # charged with the read-outs
     if error := beyond(work(ev["tree"], (a, b), d, F, read), "claims[0].evidence.tree",
                        "the tree, the node table, leaves' bounds, tightenings, witnesses' rows", limit):
         raise error
