@@ -269,6 +269,8 @@ def test_networks_beyond_the_subset_are_refused_naming_the_imported_json(tmp_pat
     refused(graph_of(tmp_path, [helper.make_node("MatMul", ["x", "W"], ["h"]), relu, helper.make_node("Add", ["r", "x"], ["y"])],
                      [w]), "graph.node[2] (Add)", "skip connection")
     refused(graph_of(tmp_path, [helper.make_node("MatMul", ["x", "W"], ["y"])], [w]), "at least one Relu")
+    refused(graph_of(tmp_path, [helper.make_node("MatMul", ["W", "x"], ["h"]), relu], [w], inputs=(("x", [2, 1]),)),
+            "graph.node[0] (MatMul)", "exactform import NET -o net.json")
     refused(graph_of(tmp_path, [helper.make_node("Flatten", ["x"], ["h"], axis=1, extra=2), relu], []), "attribute 'extra'")
     half = helper.make_tensor("W", TensorProto.FLOAT16, [2, 2], [1, 2, 3, 4])
     refused(graph_of(tmp_path, [helper.make_node("MatMul", ["x", "W"], ["h"]), relu], [half]), "float (1)")

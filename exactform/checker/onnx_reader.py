@@ -356,7 +356,7 @@ class Graph:
     def numeric(self, x):
         """``x``, refused if an int64 constant (read only as a Reshape's shape)."""
         if isinstance(x, Const) and x.integral:
-            self.fail("an int64 operand: the checker reads int64 tensors only as a Reshape's shape")
+            self.fail(f"an int64 operand: the checker reads int64 tensors only as a Reshape's shape; {IMPORTED_JSON}")
         return x
 
     def forms(self, x) -> list:
@@ -429,7 +429,7 @@ class Graph:
         (one constant per entry of the result)."""
         if not (isinstance(a, Var) and isinstance(b, Const) and len(b.shape) == 2 and a.shape[-1:] == b.shape[:1]):
             self.fail(f"expected an input-dependent value of shape [..., k] times a constant [k, n], got "
-                      f"{type(a).__name__} {list(a.shape)} and {type(b).__name__} {list(b.shape)}")
+                      f"{type(a).__name__} {list(a.shape)} and {type(b).__name__} {list(b.shape)}; {IMPORTED_JSON}")
         k, n = b.shape
         if k == 0:
             self.fail("an empty product (k = 0)")
@@ -447,7 +447,7 @@ class Graph:
         """alpha · A' B' + beta · C, A' = A or its transpose (transA), B' likewise; C constant, broadcast to A' B'."""
         if not (isinstance(a, Var) and len(a.shape) == 2 and isinstance(b, Const) and len(b.shape) == 2
                 and not isinstance(c, Var)):
-            self.fail("expected an input-dependent matrix A, a constant matrix B and a constant C")
+            self.fail(f"expected an input-dependent matrix A, a constant matrix B and a constant C; {IMPORTED_JSON}")
         if transA:
             a = Var(a.shape[::-1], [a.forms[i * a.shape[1] + m] for m in range(a.shape[1]) for i in range(a.shape[0])], a.frame)
         if transB:
