@@ -289,7 +289,7 @@ def test_derived_numbers_are_bounded(tmp_path):
 
 def hostile_tensor(dims, data_type=1, raw=b"\0" * 4, **fields) -> bytes:
     """A model whose graph holds one initializer ``W`` (read when a node uses it) and a MatMul reading it."""
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     from onnx import TensorProto, helper
     t = TensorProto(name="W", data_type=data_type, raw_data=raw)
     t.dims.extend(dims)

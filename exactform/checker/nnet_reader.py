@@ -9,6 +9,7 @@ the ONNX reader), and the clipping box is returned for the caller to require tha
 lie inside it, where clipping is the identity."""
 import io
 from fractions import Fraction
+from itertools import pairwise
 
 from . import vnnlib
 from .cost import beyond, weight
@@ -70,7 +71,7 @@ def read_nnet(path) -> tuple:
                         f"{inputs} and outputSize {outputs}")
     if layers < 2:
         raise Malformed(f"{path}: header: no hidden (ReLU) layer; {IMPORTED_JSON}")
-    if sum(a * b for a, b in zip(sizes, sizes[1:])) > MAX_WEIGHTS:
+    if sum(a * b for a, b in pairwise(sizes)) > MAX_WEIGHTS:
         raise Malformed(f"{path}: layer sizes: more than {MAX_WEIGHTS} weights, beyond the checker's limit")
     numbers(None, "the symmetric flag")
     clip = list(zip(numbers(inputs, "the input minimums"), numbers(inputs, "the input maximums")))
@@ -83,7 +84,7 @@ def read_nnet(path) -> tuple:
     extra = next(lines, None)
     if extra is not None:
         raise Malformed(f"{path}: line {extra[0]}: more lines than the header's {layers} layers")
-    if error := beyond(2 * sum(a * b for a, b in zip(sizes, sizes[1:])) * weight(bits[0]), str(path),
+    if error := beyond(2 * sum(a * b for a, b in pairwise(sizes)) * weight(bits[0]), str(path),
                        "the weights, the first layer's twice, weighted by their size"):
         raise error
     hidden = []

@@ -41,8 +41,18 @@ ATTRIBUTES = {"Add": {}, "Sub": {}, "MatMul": {}, "Relu": {}, "Identity": {}, "F
 (2 ``f``, a float; 3 ``i``, an integer; 5 ``t``, a tensor)."""
 ARITY = {"Constant": (0,), "Add": (2,), "Sub": (2,), "MatMul": (2,), "Reshape": (2,), "Gemm": (2, 3)}
 
-Const = NamedTuple("Const", [("shape", tuple), ("values", list), ("integral", bool)])
-Var = NamedTuple("Var", [("shape", tuple), ("forms", list), ("frame", int)])
+class Const(NamedTuple):
+    """A constant tensor: its shape and its entries, row-major (``Fraction``, or ``int`` when ``integral``)."""
+    shape: tuple
+    values: list
+    integral: bool
+
+
+class Var(NamedTuple):
+    """An input-dependent tensor: its entries, row-major, as affine forms over frame ``frame``."""
+    shape: tuple
+    forms: list
+    frame: int
 
 
 class Wire:
