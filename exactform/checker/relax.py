@@ -285,6 +285,8 @@ def _normal(form: dict) -> tuple:
 def gap_signs(F, rows: list) -> dict:
     """``{k: [side]}``: the two-piece max nodes k whose gap g = p − q is a multiple of one of ``rows``
     (forms r with r ≥ 0 on a leaf), r = μ·g: g ≥ 0 there if μ > 0 (side 0), g ≤ 0 if μ < 0 (side 1)."""
+    if not rows:
+        return {}
     normals = F.__dict__.get("gap_normals")
     if normals is None:                     # once per table: each gap's key
         normals = F.gap_normals = {}

@@ -12,6 +12,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 import flint
+import numpy as np
+from scipy.optimize import linprog
 
 from ..checker.reader import ONE
 from ..checker.relax import LeafRows
@@ -36,9 +38,10 @@ def _is_bound(rows: LeafRows, i: int) -> bool:
 def leaf_lp(rows: LeafRows) -> tuple[Fraction, dict, list]:
     """``(t*, w, v*)``: the exact optimum of max t subject to g ≥ t for every row g of ``rows``, the variables
     within ``rows.bounds`` and t ≤ 1; ``w``: the positive dual multipliers of the rows (``{row: q}``, summing
-    to 1 when t* < 1), ``v*``: an optimal point (the variables in order)."""
+    to 1 when t* < 1), ``v*``: an optimal point (the variables in order).  The dual simplex starts from the
+    basis HiGHS ends at when it is exactly dual feasible (``_warm``: usually optimal as it is), else from
+    every variable at its lower bound and t at 1."""
     n = len(rows.bounds)
-    t = n                                       # the variables, then t
     A, b, index = [], [], []
     for i in range(len(rows)):
         if _is_bound(rows, i):
@@ -48,24 +51,54 @@ def leaf_lp(rows: LeafRows) -> tuple[Fraction, dict, list]:
         for v, q in g.items():
             if v != ONE:
                 a[v] = -_rational(q)
-        a[t] = flint.fmpq(1)
+        a[n] = flint.fmpq(1)                    # −g + t ≤ g's constant
         A.append(a)
         b.append(_rational(g.get(ONE, Fraction(0))))
         index.append(i)
-    basis = []
-    for v, (lo, hi) in enumerate(rows.bounds):       # v ≤ hi, −v ≤ −lo; the start: every variable at its lower bound
+    start = []
+    for v, (lo, hi) in enumerate(rows.bounds):       # v ≤ hi, −v ≤ −lo
         for sign, end in ((1, hi), (-1, lo)):
             a = [flint.fmpq(0)] * (n + 1)
             a[v] = flint.fmpq(sign)
             A.append(a)
             b.append(sign * _rational(end))
-        basis.append(len(A) - 1)
+        start.append(len(A) - 1)
     A.append([flint.fmpq(0)] * n + [flint.fmpq(1)])
     b.append(flint.fmpq(1))
-    basis.append(len(A) - 1)
-    value, point, duals = dual_simplex([flint.fmpq(0)] * n + [flint.fmpq(1)], A, b, basis)
+    start.append(len(A) - 1)
+    c = [flint.fmpq(0)] * n + [flint.fmpq(1)]
+    value, point, duals = dual_simplex(c, A, b, _warm(c, A, b) or start)
     w = {i: _fraction(y) for i, y in zip(index, duals) if y > 0}
     return _fraction(value), w, [_fraction(v) for v in point[:n]]
+
+
+def _warm(c: list, A: list, b: list) -> list | None:
+    """The rows of HiGHS's optimum of max c·v subject to A v ≤ b (floats): those of positive dual first, then
+    the tightest, as many as are independent (Gram–Schmidt in floats), when they are len(c) and
+    c = yᵀ B with y ≥ 0 exactly (a dual-feasible basis for ``dual_simplex``); else None."""
+    n = len(c)
+    M = np.array([[float(q) for q in a] for a in A])
+    result = linprog(-np.array([float(q) for q in c]), A_ub=M, b_ub=np.array([float(q) for q in b]),
+                     bounds=[(None, None)] * n, method="highs")
+    if result.status != 0:
+        return None
+    order = sorted(range(len(A)), key=lambda i: (result.ineqlin.marginals[i] >= 0, result.ineqlin.marginals[i],
+                                                 result.ineqlin.residual[i]))
+    basis, directions = [], np.zeros((0, n))
+    for i in order:
+        r = M[i] - directions.T @ (directions @ M[i])
+        if np.linalg.norm(r) > 1e-9 * max(np.linalg.norm(M[i]), 1.0):
+            basis.append(i)
+            directions = np.vstack([directions, r / np.linalg.norm(r)])
+            if len(basis) == n:
+                break
+    if len(basis) < n:
+        return None
+    try:
+        y = (flint.fmpq_mat(1, n, list(c)) * flint.fmpq_mat(n, n, [q for i in basis for q in A[i]]).inv()).entries()
+    except ZeroDivisionError:
+        return None
+    return basis if all(q >= 0 for q in y) else None
 
 
 def first_relaxed(F, v: list) -> int | None:

@@ -14,7 +14,10 @@ leaf is closed only when the checker's own exact test accepts them (``relax.infe
 the combination computed with ``fractions``, the gradient left by rounding taken at the variables'
 bounds); a witness that fails exactly splits the cell again, at the coordinate whose halves the float
 bounds close best (``lookahead``).  A point the LP or the sampling proposes is a counterexample only once
-the exact model (``exactform.models``) puts it in the box and makes every atom true.
+the exact model (``exactform.models``) puts it in the box and makes every atom true.  A cell the floats
+leave undecided is decided exactly (``Search._decide``, ``exact_leaf``): the leaf's LP in rationals gives a
+witness, a counterexample, or a node to split on at its gap (an affine split: each side fixes its piece),
+so that floating point never leaves a cell ``unknown`` for lack of precision.
 """
 from __future__ import annotations
 
