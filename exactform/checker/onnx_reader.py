@@ -40,6 +40,8 @@ ATTRIBUTES = {"Add": {}, "Sub": {}, "MatMul": {}, "Relu": {}, "Identity": {}, "F
 """The operators read, and the attributes each may carry: the AttributeProto field holding the value
 (2 ``f``, a float; 3 ``i``, an integer; 5 ``t``, a tensor)."""
 ARITY = {"Constant": (0,), "Add": (2,), "Sub": (2,), "MatMul": (2,), "Reshape": (2,), "Gemm": (2, 3)}
+"""The inputs each operator takes (the others: one)."""
+
 
 class Const(NamedTuple):
     """A constant tensor: its shape and its entries, row-major (``Fraction``, or ``int`` when ``integral``)."""
