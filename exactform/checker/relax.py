@@ -294,14 +294,13 @@ def gap_signs(F, rows: list) -> dict:
             g = combine([(1, dict(data[0])), (-1, dict(data[1]))]) if kind == "max" and len(data) == 2 else {}
             if any(v != ONE for v in g):
                 key, c = _normal(g)
-                normals[key] = (k, c)
+                normals.setdefault(key, []).append((k, c))
     out: dict = {}
     for r in rows:
         if all(v == ONE for v in r):
             continue
         key, mu = _normal(r)
-        if key in normals:
-            k, c = normals[key]
+        for k, c in normals.get(key, ()):
             out.setdefault(k, []).append(0 if (mu > 0) == (c > 0) else 1)
     return out
 

@@ -4,11 +4,12 @@ checked with ``fractions`` only (standard library, the checker's reader and the 
 
 The property, as read, is a list of disjuncts: an input box and linear atoms ``a ≥ 0`` over the
 inputs X and outputs Y.  For each disjunct the certificate gives a tree splitting the box at
-coordinate hyperplanes; on every leaf the checker writes the leaf's rows itself (``LeafRows``: the
-leaf box, and per max node of the network its exact interval over the leaf box, the pieces it
-dominates, and the chord of a two-piece max over its interval), and the witness shows, by Farkas'
-lemma, that no point of the lifted space (x, one variable per node) meets all rows together with the
-disjunct's atoms."""
+coordinate hyperplanes, or at affine rows over the lifted variables (x, one variable per node), each
+child adding its side of the row; on every leaf the checker writes the leaf's rows itself
+(``LeafRows``: the leaf box, and per max node of the network its exact interval over the leaf box, the
+pieces it dominates, and the chord of a two-piece max over its interval, a node whose gap an affine
+row signs being one piece), and the witness shows, by Farkas' lemma, that no point of the lifted
+space meets all rows together with the disjunct's atoms and the affine rows."""
 from __future__ import annotations
 
 import hashlib
