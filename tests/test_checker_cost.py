@@ -25,7 +25,7 @@ def check(path):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run([sys.executable, "-m", "exactform", "check", str(path)], capture_output=True, text=True,
-                          preexec_fn=limit, timeout=600)
+                          preexec_fn=limit, timeout=600, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return done.returncode, done.stderr, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
@@ -101,7 +101,7 @@ def estimate(doc):
     model = read_model(doc["models"]["net"], "net")
     ev = doc["claims"][0]["evidence"]
     disjuncts = verify_cert.read_property(ev["property"], len(model.box), len(model.readout))
-    return verify_cert.work(model, disjuncts, ev["trees"], 10 ** 30), model, disjuncts
+    return verify_cert.work(model, disjuncts, ev["trees"]), model, disjuncts
 
 
 def test_many_atoms_build_the_outputs_once_and_a_cheap_valid_certificate_is_accepted(tmp_path):
@@ -110,7 +110,7 @@ def test_many_atoms_build_the_outputs_once_and_a_cheap_valid_certificate_is_acce
     total, first = rows_and_atoms(net, n)
     witness = {"length": total, "index": [first], "value": ["1"]}
     doc = v1(net, [["0", "1", "-1000000"]] * n, {"witness": witness})
-    code, err, seconds = check(write(tmp_path / "atoms.cert.json.gz", doc))
+    code, err, _ = check(write(tmp_path / "atoms.cert.json.gz", doc))
     assert code == 0 and "Traceback" not in err, err[-2000:]
     work, model, disjuncts = estimate(doc)
     assert work <= cost.MAX_WORK
@@ -139,8 +139,8 @@ def test_witnesses_naming_atoms_of_whole_output_forms_are_charged_by_those_forms
 def transformer(d, tokens, hidden):
     """A hardmax Transformer of width 1 whose coordinate reads all d inputs; its first block keeps that form
     (a unit fixed on, added back), its second has ``hidden`` units per token, each reading the d + 1 entries."""
-    block = lambda h: {"kind": "feedforward", "w1": [["1"]] * h, "b1": ["1"] * h,          # noqa: E731
-                       "w2": [["1"] * h], "b2": ["0"]}
+    def block(h):
+        return {"kind": "feedforward", "w1": [["1"]] * h, "b1": ["1"] * h, "w2": [["1"] * h], "b2": ["0"]}
     return {"format": "exactform/transformer@1", "input_dim": d, "tokens": tokens, "width": 1, "attention": "hardmax",
             "domain": {"lower": ["0"] * d, "upper": ["1"] * d},
             "embed": {"weight": [["1"] * d], "bias": [["0"]] * tokens},

@@ -187,9 +187,9 @@ def _scalars(v) -> list:
     return out
 
 
-def work(model, disjuncts: list, trees: list, limit: int = MAX_WORK) -> int:
-    """The check's work bound (spec §6.1, §8), weighted by the numbers' size, refused beyond ``limit`` as soon as
-    the count passes it, before the arithmetic it bounds: per disjunct its node table, charged as it is built
+def work(model, disjuncts: list, trees: list, limit: int | None = None) -> int:
+    """The check's work bound (spec §6.1, §8), weighted by the numbers' size, refused beyond ``limit`` (if any) as
+    soon as the count passes it, before the arithmetic it bounds: per disjunct its node table, charged as it is built
     (``Forms.charge``: each layer or block from the sizes of the forms so far) and counted twice (built to
     count, then to check), its atoms at the sizes of the output forms they read, and each leaf by ``LeafCost``
     (bounds, back-substitutions, the rows its witness names) plus a row over every variable per number of a
@@ -197,18 +197,18 @@ def work(model, disjuncts: list, trees: list, limit: int = MAX_WORK) -> int:
     leaves, total = _count(trees), 0
     d, scale = len(model.box), weight(max([bits(model, disjuncts)] + [leaf[3] for tree in leaves for leaf in tree]))
     for (cube, atoms), tree in zip(disjuncts, leaves):
-        F = Forms(cube, Budget(limit - total, 2 * scale, "models.net"))
+        F = Forms(cube, None if limit is None else Budget(limit - total, 2 * scale, "models.net"))
         ys = outputs(F, model)
         reads = sum(sum(len(ys[k - d]) if d <= k < d + len(ys) else 1 for k in a) for a in atoms)
         total += 2 * scale * (F.work + reads)
-        if error := beyond(total, "claims[0].evidence.property", "the node tables and the atoms' forms", limit):
-            raise error
+        if limit is not None and total > limit:
+            raise beyond(total, "claims[0].evidence.property", "the node tables and the atoms' forms", limit)
         cost = LeafCost(F, (), [len(atom_form(a, d, ys)) + 1 for a in atoms])
         total += scale * sum(cost.leaf(tight, [witness]) + ROW * cost.variables * inherited
                              for tight, witness, inherited, _ in tree)
-        if error := beyond(total, "claims[0].evidence.trees",
-                           "node tables, leaves' bounds, back-substitutions and witnesses' rows", limit):
-            raise error
+        if limit is not None and total > limit:
+            raise beyond(total, "claims[0].evidence.trees",
+                         "node tables, leaves' bounds, back-substitutions and witnesses' rows", limit)
     return total
 
 
