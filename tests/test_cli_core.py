@@ -142,15 +142,15 @@ def test_no_partial_output_on_failure(tmp_path, capsys):
 def test_an_alarm_inside_the_timeout_exit_leaves_no_guard(tmp_path, monkeypatch):
     """The one-shot alarm can fire as the command ends, inside ``Timeout.__exit__``: the guard
     process must still be ended (a surviving guard would SIGKILL this process seconds later)."""
-    from exactform import cli
-    real = cli.signal.setitimer
+    from exactform import driver
+    real = driver.signal.setitimer
 
     def setitimer(which, seconds):
         if seconds == 0:                       # the alarm arrives just as __exit__ starts
             real(which, 0)
-            raise cli.Stopped()
+            raise driver.Stopped()
         return real(which, seconds)
-    monkeypatch.setattr(cli.signal, "setitimer", setitimer)
-    code = cli.run_command(["--timeout", "30", "compile", str(Path(__file__).parents[1] / "examples" / "abs.json"),
-                            "-o", str(tmp_path / "tf.json")])
-    assert code == 3 and cli.Timeout.guard is None
+    monkeypatch.setattr(driver.signal, "setitimer", setitimer)
+    code = driver.run_command(["--timeout", "30", "compile", str(Path(__file__).parents[1] / "examples" / "abs.json"),
+                               "-o", str(tmp_path / "tf.json")])
+    assert code == 3 and driver.Timeout.guard is None

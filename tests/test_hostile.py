@@ -476,7 +476,7 @@ def test_the_cpu_limit_stops_once_and_the_process_lives_on(work):
 
 
 def test_domain_with_a_leading_minus_for_every_command(work):
-    from exactform.cli import normalise_argv
+    from exactform.driver import normalise_argv
     assert normalise_argv(["cpwl", "x", "--domain", "-1:1", "-o", "n.json"]) == ["cpwl", "x", "--domain=-1:1", "-o", "n.json"]
     assert normalise_argv(["softmax", "n", "--eps", "-1/2"]) == ["softmax", "n", "--eps=-1/2"]
     assert normalise_argv(["x", "--", "--domain", "-1"]) == ["x", "--", "--domain", "-1"]

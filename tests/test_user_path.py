@@ -40,7 +40,7 @@ def test_import_exactform_loads_nothing_heavy():
 
 
 def test_a_command_loads_only_its_own_module():
-    code = ("import sys; from exactform import cli; cli.build_parser(cli._requested(['eval', 'm.json'])); "
+    code = ("import sys; from exactform import driver; driver.build_parser(driver._requested(['eval', 'm.json'])); "
             "print(sorted(m for m in sys.modules if m.startswith('exactform.commands.')))")
     assert shell("-c", code).stdout.strip() == "['exactform.commands.eval']"
     code = "import sys, exactform.cli; print([m for m in sys.modules if m.startswith(('exactform.', 'flint'))])"
@@ -253,12 +253,12 @@ def test_unknown_benchmark_exits_2(capsys):
 
 def test_timeout_watchdog_ends_a_native_call():
     """``sum(range(...))`` is one C call holding the GIL that never sees the alarm: the guard ends it."""
-    code = ("from exactform import cli\n"
-            "with cli.Timeout(0.2):\n"
+    code = ("from exactform import driver\n"
+            "with driver.Timeout(0.2):\n"
             "    sum(range(10**13))\n")
     done = shell("-c", code)
     assert done.returncode == -9 and "did not return within" in done.stderr
-    from exactform.cli import GRACE
+    from exactform.driver import GRACE
     assert GRACE <= 1.0
 
 

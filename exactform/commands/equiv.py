@@ -55,7 +55,7 @@ def _models(paths: list[str], pairs):
 def run(args) -> int:
     from ..checker.equiv import Unsupported
     from ..checker import reader
-    from ..cli import Stopped
+    from ..driver import Stopped
     from ..formats import InputError, canonical_json, write_text
     from ..models.box import domain_box, parse_domain
     from ..numbers import RationalSyntaxError, format_rational, parse_rational
