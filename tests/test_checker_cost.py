@@ -162,12 +162,16 @@ def test_a_transformer_whose_forms_grow_by_block_is_refused_before_the_block(tmp
 
 
 def e1(net, m, depth, named, length):
-    """An E1 certificate of ``net`` against itself within tolerance 1 on [0, 1], its read-out replaced by ``m``
-    sums of the last layer: relaxed leaves at ``depth``, each with 2·m witnesses naming the rows ``named``."""
+    """A valid E1 certificate of ``net`` against itself within tolerance 1 on [0, 1], its read-out replaced by
+    ``m`` sums of the last layer: relaxed leaves at ``depth``, the witness of output k, side i, naming its atom
+    row (A − B = 0, so the row is −1 ≥ 0) and, with multipliers 10^-9, the rows ``named``."""
     width = len(net["layers"][-1]["weight"])
     net = dict(net, readout={"weight": [["1"] * width] * m, "bias": ["0"] * m})
-    w = {"length": length, "index": named, "value": ["1"] * len(named)}
-    leaf = {"relaxed": [[w, w] for _ in range(m)]}
+    small = ["1/1000000000"] * len(named)
+
+    def witness(j):
+        return {"length": length, "index": named + [length - 2 * m + j], "value": small + ["1"]}
+    leaf = {"relaxed": [[witness(2 * k), witness(2 * k + 1)] for k in range(m)]}
     from exactform.checker.equiv import statement
     return {"format": FORMAT, "kind": "equivalence", "models": {"a": net, "b": net},
             "claims": [{"id": "E1", "statement": statement([(Fraction(0), Fraction(1))], Fraction(1)),
