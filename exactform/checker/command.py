@@ -13,9 +13,10 @@ BINDING = {"equality": ("maxout", "transformer"), "softmax": ("maxout", "transfo
            "verification": ("net", "property")}
 ROLES = list(dict.fromkeys(r for roles in BINDING.values() for r in roles))     # the binding flags, in order
 
-def check_file(path, smt: bool = False, max_work: int = cost.MAX_WORK, **bound) -> Result:
-    """The verdict on one certificate within the work bound ``max_work``; ``bound``: {role: model file} for the
-    roles its kind names (``maxout``/``transformer``, or ``a``/``b`` for E1), each role or none."""
+def check_file(path, smt: bool = False, max_work: int | None = None, **bound) -> Result:
+    """The verdict on one certificate within the work bound ``max_work`` (None: the kind's default, ``cost.MAX_WORK``
+    for V1 and E1, ``cost.WALK_WORK`` for the walk); ``bound``: {role: model file} for the roles its kind names
+    (``maxout``/``transformer``, or ``a``/``b`` for E1), each role or none."""
     claim = "certificate"
     try:
         doc, bound = load(path), {k: v for k, v in bound.items() if v is not None}
@@ -34,14 +35,14 @@ def check_file(path, smt: bool = False, max_work: int = cost.MAX_WORK, **bound) 
             claim, check = ("E1", "equiv") if kind == "equivalence" else ("V1", "verify_cert")
             try:
                 known = import_module(f".{check}", __package__).check(doc, str(path), *(bound.get(r) for r in roles),
-                                                                         limit=max_work)
+                                                                         limit=max_work or cost.MAX_WORK)
             except (Malformed, RecursionError) as e:
                 raise Malformed(f"{path}: {e}") from None
             if kind == "verification" and not bound:
                 known = f"not bound to any file: {known}\n{recorded(doc)}"
             return Result(0, [(claim, True, known)], known)
         from .walk import verify
-        return verify(doc, f"{path}: ", bound.get("maxout"), bound.get("transformer"), smt, max_work)
+        return verify(doc, f"{path}: ", bound.get("maxout"), bound.get("transformer"), smt, max_work or cost.WALK_WORK)
     except ValueError as e:                               # Malformed included
         return Result(2, [], str(e))
     except Refuted as e:
@@ -65,9 +66,10 @@ def add_parser(sub):
     p.add_argument("--smt", action="store_true", help="also prove the obligations with Z3, queries built from the models")
     p.add_argument("-v", "--verbose", action="store_true", help="print every claim's statement")
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report (one case per claim)")
-    p.add_argument("--max-work", metavar="N", type=_work, default=cost.MAX_WORK,
-                   help=f"the bound on a certificate's work, checked before any arithmetic (default {cost.MAX_WORK:.3g}, "
-                        "about 4 CPU minutes; a larger one, knowingly, for a certificate that needs it)")
+    p.add_argument("--max-work", metavar="N", type=_work, default=None,
+                   help=f"the bound on a certificate's work, checked before any arithmetic (default {cost.MAX_WORK:.3g} for V1 "
+                        f"and E1, about 4 CPU minutes, {cost.WALK_WORK:.3g} for C1-C5; a larger one, knowingly, for a "
+                        "certificate that needs it)")
     p.epilog = "exactform --timeout SECONDS check ... stops the check after SECONDS (exit 3)."
     return p
 

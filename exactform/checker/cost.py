@@ -10,7 +10,8 @@ from fractions import Fraction
 
 from .reader import RATIONAL, Malformed
 
-MAX_WORK = 2 * 10 ** 9       # weighted entries, about 9e6 a CPU second: ACAS Xu 1_1 vs float16 on φ1 needs 1.4e9 (73 s)
+MAX_WORK = 2 * 10 ** 9       # V1, E1: weighted entries, about 9e6 a CPU second (ACAS Xu 1_1 vs float16 on φ1: 1.4e9)
+WALK_WORK = 12 * 10 ** 7     # the walk (C1–C5): the MNIST CNN of docs/performance.md needs 7.8e7 (11 s)
 REFINE = 4                   # refinements of a back-substitution's common denominator (relax.LeafRows.backsubstituted)
 FRACTION = 40                # per entry of a piece built into the node table: Fraction products, its bounds, its key
 ADD = 10                     # per entry of a Fraction sum or copy while building the table (a column's, a state's)
@@ -52,7 +53,7 @@ def bits(*things) -> int:
     return most
 
 
-def walk_work(net, tf, bits: int, where: str, limit: int = MAX_WORK) -> int:
+def walk_work(net, tf, bits: int, where: str, limit: int = WALK_WORK) -> int:
     """An upper bound on the form entries the walk reads or writes: each coordinate's form has at most
     ``size`` entries (never more than M's variables + 1), propagated block by block; × T tokens."""
     V = len(net.box) + sum(map(len, net.layers)) + 1

@@ -16,7 +16,7 @@ import hashlib
 import json
 from fractions import Fraction
 
-from .cost import MAX_WORK, ROW, Budget, LeafCost, beyond, bits, digits, named, weight
+from .cost import MAX_WORK, ROW, WALK_WORK, Budget, LeafCost, beyond, bits, digits, named, weight
 from .equiv import Forms, covering, outputs, read_model
 from . import vnnlib
 from .relax import LeafRows, gap_signs, infeasible, tightening
@@ -91,7 +91,8 @@ def _margin(v, model, disjuncts: list, name: str, limit: int = MAX_WORK) -> Frac
     fields(v, "evidence.margin", ("eps", "softmax"))
     eps = rational(v["eps"], "evidence.margin.eps")
     c5 = v["softmax"]
-    result = verify(c5, "evidence.margin.softmax: ", limit=limit)
+    walk_limit = WALK_WORK if limit == MAX_WORK else limit          # the walk's own default, unless the run set one
+    result = verify(c5, "evidence.margin.softmax: ", limit=walk_limit)
     claims = [c for c in (c5.get("claims") if isinstance(c5, dict) else None) or [] if isinstance(c, dict)]
     if result.code != 0 or c5.get("kind") != "softmax" or [c.get("eps") for c in claims] != [v["eps"]]:
         raise Refuted(f"{name}: evidence.margin: not a checked C5 certificate with eps = {v['eps']}: {result.known}")

@@ -3,7 +3,7 @@ exact affine forms, C4's closed formula, the statements and the verdict (standar
 from fractions import Fraction
 from itertools import chain
 
-from .cost import MAX_WORK, bits, walk_work
+from .cost import WALK_WORK, bits, walk_work
 from .reader import (FORMAT, ONE, Maxout, Refuted, Result, Transformer, _fail, bounded, combine, domain, fields,
                      integer, interval, items, load, rational, read_maxout, read_transformer, slack, spent, text)
 
@@ -212,7 +212,7 @@ def statement(claim: str, walk: Walk, net=None, tf=None, eps=None, formula=None)
             f"<= ({text(walk.ln_tokens)}/lambda + 2 D)/alpha (lemma (a) with perturbed score offsets, docs/spec.md §6.5; "
             "alpha the head's score scale, D the spread of its score offset between tokens)")
 
-def derive(doc, at: str = "", smt: bool = False, limit: int = MAX_WORK):
+def derive(doc, at: str = "", smt: bool = False, limit: int = WALK_WORK):
     """Every claim of the certificate's kind re-derived from its models and hints (``derived``: {claim:
     (holds, statement or reason)}), with the kind, models, given claims and walk (None if it stopped)."""
     spent[:] = [0, 0]
@@ -258,7 +258,7 @@ def derive(doc, at: str = "", smt: bool = False, limit: int = MAX_WORK):
             derived[claim] = (True, statement(claim, walk, net, tf))
     return kind, net, tf, given, derived, walk
 
-def verify(doc, at: str = "", maxout=None, transformer=None, smt: bool = False, limit: int = MAX_WORK) -> Result:
+def verify(doc, at: str = "", maxout=None, transformer=None, smt: bool = False, limit: int = WALK_WORK) -> Result:
     """Check a parsed certificate (and bind it to the model files given); never raises Refuted."""
     kind, net, tf, given, derived, walk = derive(doc, at, smt, limit)
     models = [(p, r, read(load(p), f"{p}: model")) for p, r, read in ((maxout, "maxout", read_maxout),
