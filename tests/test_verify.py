@@ -259,14 +259,14 @@ def test_certificate_bound_to_its_files(proved, tmp_path):
 
 
 def test_work_bounded_before_arithmetic(proved, monkeypatch):
-    """The leaves (counted from the tree's shape) × model size × inputs are compared with the checker's
-    limit before any node table is built; a malformed node is named."""
-    from exactform.checker import cost, verify_cert
+    """The work is compared with the run's limit (a parameter) before the arithmetic it bounds: the node
+    table's first layer is charged before it is built; a malformed node is named."""
+    from exactform.checker import equiv
     net, prop, cert = proved
-    monkeypatch.setattr(cost, "LIMIT", [10])
-    monkeypatch.setattr(verify_cert, "Forms", None)              # reaching arithmetic would fail differently
+    monkeypatch.setattr(equiv, "linear", None)                   # reaching arithmetic would fail differently
     with pytest.raises(ValueError, match="beyond the checker's limit"):
-        check(load(cert), "c")
+        check(load(cert), "c", limit=10)
+    monkeypatch.undo()
     doc = load(cert)
     doc["claims"][0]["evidence"]["trees"][0] = {"split": 0, "at": "0", "children": [{"witness": []}]}
     with pytest.raises(ValueError, match=r"trees\[0\]\.children: expected a list of 2 entries"):
@@ -476,8 +476,7 @@ def test_a_certificate_beyond_the_default_work_bound_is_announced(proved, monkey
     from exactform.commands import note_work
     from exactform.prove.verify import check_work
     net, prop, cert = proved
-    monkeypatch.setattr(cost, "MAX_WORK", 10)
-    monkeypatch.setattr(cost, "LIMIT", [10])         # the run's bound, which check --max-work sets: restored after
+    monkeypatch.setattr(cost, "MAX_WORK", 10)        # the default bound note_work compares with
     note_work(cert, check_work(load(cert)))
     note = capsys.readouterr().err
     assert "beyond the checker's default work bound" in note and "--max-work" in note
