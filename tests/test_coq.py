@@ -4,10 +4,13 @@ for each proof net Coq proves, with the hypothesis on the shift constants decide
 interval arithmetic (``C3_checked``, ``vm_compute``), that its construction with the constants and
 domain ``exactform compile`` wrote computes the net on that domain, and that construction, computed
 over Q, is entry by entry the compiled Transformer — so the theorems are about the Transformer the
-tool builds, and constants below their bounds make Coq refuse.
+tool builds, and constants below their bounds make Coq refuse. Likewise under softmax: for the λ
+``exactform softmax`` picks, Coq proves the Transformer within ε of the net on the whole domain
+(``C5_checked``, margins and bound decided by ``vm_compute``), and refuses at half that λ.
 
 Without ``coqc`` these tests fail under CI (CI=true: CI installs Coq with ``make proofs-coq``) and
 are skipped, with the reason, elsewhere."""
+import math
 import os
 import re
 import shutil
@@ -47,7 +50,7 @@ def library(tmp_path_factory):
 def test_every_main_theorem_rests_only_on_the_axioms_of_the_classical_reals(library):
     _, axioms = library
     names = coq_theorems.theorem_names()
-    assert sorted(axioms) == sorted(names) and len(names) == 23
+    assert sorted(axioms) == sorted(names) and len(names) == 24
     for name, used in axioms.items():
         assert set(used) <= coq_theorems.ALLOWED_AXIOMS, (name, used)
     assert set(axioms["C5_lemma_a"]) == coq_theorems.ALLOWED_AXIOMS      # the parser reads real names
@@ -235,35 +238,70 @@ def test_one_constant_below_its_bound_fails_in_coq(library, tmp_path):
     assert done.returncode != 0 and REFUSED in done.stderr, done.stdout[-1000:] + done.stderr[-1000:]
 
 
-def test_the_scale_exactform_softmax_picks_meets_the_hypothesis_of_C5_network(tmp_path):
-    """``C5_network``'s hypothesis and bound, recomputed from its statement for the Transformer
-    ``exactform softmax --eps 1/100`` writes on each proof net: with e_0 = 0 and
-    e_ℓ = lip_ℓ·e_{ℓ−1} + U/λ (U ≥ ln T, so these e_ℓ dominate the theorem's), every slot's margin
-    B_ij + ‖W_{i,pad(j)}‖₁·e_{ℓ−1} ≤ R_ij (B_ij ≥ |a_ij| on the box, so ``softmax_margin`` holds at
-    every x of the domain), and every output's ``softmax_err`` Σ_c |A_oc|·e_L ≤ ε."""
-    import math
+EXP_LOWER = (70, 150)
+"""(m, b) of SoftBounds.v's ``exp_lower``: 70 squarings, each rounded down to a multiple of 2^-150."""
 
-    from exactform.geometry.bounds import magnitude, maxout_bounds
+
+def exp_lower(U: Fraction, m: int, b: int) -> Fraction:
+    """SoftBounds.v's ``exp_lower``: (1 + U/2^m)^(2^m) by m squarings rounded down, ≤ e^U."""
+    k, q = 2 ** b, 1 + U / 2 ** m
+    for _ in range(m):
+        q = q * q
+        q = Fraction(q.numerator * k // q.denominator, k)
+    return q
+
+
+def short_log_upper(T: int) -> Fraction:
+    """A 64-bit U ≥ ln T whose ``exp_lower`` reaches T: the tool's U rounded up to 2^-64, plus 2^-64."""
     from exactform.prove.softmax import log_upper
+    U = Fraction(math.ceil(log_upper(T) * 2 ** 64) + 1, 2 ** 64)
+    assert exp_lower(U, *EXP_LOWER) >= T
+    return U
 
-    eps = Fraction(1, 100)
+
+def softmax_script(cases) -> str:
+    """For each (net, shifts, box, U, λ, ε): the theorem that ``construct net shifts`` under
+    softmax(λ) is within ε of the net on the box, proved by ``C5_checked`` with its hypotheses
+    (U ≥ ln T through ``exp_lower``, every margin, the bound) decided by ``vm_compute``."""
+    m, b = EXP_LOWER
+    script = "From Coq Require Import Reals QArith ZArith List.\n" \
+             "From Exactform Require Import Defs C3 Bounds C5Net SoftBounds Link.\n" \
+             "Import ListNotations.\nOpen Scope Q_scope.\n"
+    for k, (net, shifts, box, U, lam, eps) in enumerate(cases):
+        net_q, shifts_q = coq_net(net, shifts)
+        lower, upper = (coq_list(map(coq_q, side)) for side in (box.lower, box.upper))
+        script += (f"Definition net{k} := {net_q}.\nDefinition shifts{k} := {shifts_q}.\n"
+                   f"Definition box{k} := mk_box {lower} {upper}.\n"
+                   f"Theorem soft{k} : forall x, in_box (input_dim net{k}) box{k} x -> forall o, (o < outputs net{k})%nat ->\n"
+                   f"  (Rabs (tf_eval (softmax_l (Q2R {coq_q(lam)})) (construct net{k} shifts{k}) x o - maxout_eval net{k} x o)"
+                   f" <= Q2R {coq_q(eps)})%R.\n"
+                   f"Proof. apply (C5_checked _ _ _ {coq_q(U)} _ _ {m} {b}); vm_compute; reflexivity. Qed.\n")
+    return script
+
+
+def softmax_cases(tmp_path: Path, eps: Fraction):
+    """Per proof net: the net, the shift constants and domain of the Transformer ``exactform softmax
+    --eps`` writes, a U ≥ ln T (the tool's, rounded up), its λ and ε."""
+    cases = []
     for k, (name, net) in enumerate(nets().items()):
         source, target = tmp_path / f"soft{k}.json", tmp_path / f"soft{k}.tf.json"
         save(net, source)
-        assert main(["softmax", str(source), "--eps", "1/100", "-o", str(target)]) == 0, name
+        assert main(["softmax", str(source), "--eps", str(eps), "-o", str(target)]) == 0, name
         tf = load(target)
-        lam, T = Fraction(tf.attention), net.max_rank
-        assert lam > 0 and tf.tokens == T and tf.domain == net.domain, name
-        U = log_upper(T)
-        assert U >= 0 and math.exp(float(U)) >= T * (1 - 1e-12), name
-        shifts, pieces = compiled_shifts(net, tf), maxout_bounds(net).pieces
-        e = Fraction(0)
-        for l, layer in enumerate(net.layers):
-            norms = [[sum(abs(w) for w in piece) for piece in unit] for unit in layer.weight]
-            for i, rank in enumerate(layer.ranks):
-                for j in range(T):
-                    p = min(j, rank - 1)
-                    assert magnitude(pieces[l][i][p]) + norms[i][p] * e <= shifts[l][i][j], (name, l, i, j)
-            e = max(max(row) for row in norms) * e + U / lam
-        for row in net.readout_weight:
-            assert sum(abs(a) for a in row) * e <= eps, name
+        assert tf.tokens == net.max_rank and tf.domain == net.domain and tf.readout_token == 0, name
+        cases.append((net, compiled_shifts(net, tf), tf.domain, short_log_upper(net.max_rank), Fraction(tf.attention), eps))
+    return cases
+
+
+def test_coq_proves_the_softmax_transformer_within_eps_on_the_box(library, tmp_path):
+    """``C5_checked`` on every proof net at the λ ``exactform softmax`` picks for ε = 1/100; at half
+    that λ the bound exceeds ε on the deep ReLU net and Coq refuses."""
+    build, _ = library
+    cases = softmax_cases(tmp_path, Fraction(1, 100))
+    (build / "Soft.v").write_text(softmax_script(cases))
+    done = subprocess.run(["coqc", "-Q", ".", "Exactform", "Soft.v"], cwd=build, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    net, shifts, box, U, lam, eps = cases[-1]
+    (build / "SoftHalf.v").write_text(softmax_script([(net, shifts, box, U, lam / 2, eps)]))
+    done = subprocess.run(["coqc", "-Q", ".", "Exactform", "SoftHalf.v"], cwd=build, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and REFUSED in done.stderr, done.stdout[-1000:] + done.stderr[-1000:]
