@@ -147,13 +147,13 @@ def _bound(ev: dict, model, embedded: tuple, name: str, net_file, property_file)
 
 
 def _count(trees: list) -> list:
-    """Per tree its leaves as ``(tighten variables, the rows its witness names, entries above it, its numbers'
-    bits)``, from the shapes
-    alone (no arithmetic; at most ``MAX_TREE`` nodes): a node with ``children`` is a split of any kind, whose own
-    entries (its other fields' numbers) every leaf below it inherits; any other node is a leaf ``witness``."""
+    """Per tree its leaves as ``(tighten variables, the rows its witness names, (splits, numbers) above it, its
+    numbers' bits)``, from the shapes alone (no arithmetic; at most ``MAX_TREE`` nodes): a node with ``children``
+    is a split of any kind, whose numbers (its other fields') every leaf below it inherits; any other node is a
+    leaf ``witness``."""
     out, seen = [], 0
     for i, tree in enumerate(trees):
-        leaves, stack = [], [(tree, f"trees[{i}]", 0)]
+        leaves, stack = [], [(tree, f"trees[{i}]", (0, 0))]
         out.append(leaves)
         while stack:
             node, at, inherited = stack.pop()
@@ -165,7 +165,7 @@ def _count(trees: list) -> list:
                 items(node["children"], f"{at}.children", 2)
             if isinstance(node, dict) and "children" in node:
                 own = len(_scalars([v for k, v in node.items() if k != "children"]))
-                stack += [(c, f"{at}.children[{j}]", inherited + own)
+                stack += [(c, f"{at}.children[{j}]", (inherited[0] + 1, inherited[1] + own))
                           for j, c in enumerate(items(node["children"], f"{at}.children", nonempty=True))]
                 continue
             tight = fields(node, at, ("witness",), ("tighten",)).get("tighten", [])
@@ -193,8 +193,8 @@ def work(model, disjuncts: list, trees: list, limit: int | None = None) -> int:
     soon as the count passes it, before the arithmetic it bounds: per disjunct its node table, charged as it is built
     (``Forms.charge``: each layer or block from the sizes of the forms so far) and counted twice (built to
     count, then to check), its atoms at the sizes of the output forms they read, and each leaf by ``LeafCost``
-    (bounds, back-substitutions, the rows its witness names) plus a row over every variable per number of a
-    split above it."""
+    (bounds, back-substitutions, the rows its witness names) plus, per split above it, a row of its numbers and of
+    the table's largest row (a split on a node reads the node's row)."""
     leaves, total = _count(trees), 0
     d, scale = len(model.box), weight(max([bits(model, disjuncts)] + [leaf[3] for tree in leaves for leaf in tree]))
     for (cube, atoms), tree in zip(disjuncts, leaves):
@@ -205,8 +205,9 @@ def work(model, disjuncts: list, trees: list, limit: int | None = None) -> int:
         if limit is not None and total > limit:
             raise beyond(total, "claims[0].evidence.property", "the node tables and the atoms' forms", limit)
         cost = LeafCost(F, (), [len(atom_form(a, d, ys)) + 1 for a in atoms])
-        total += scale * sum(cost.leaf(tight, [witness]) + ROW * cost.variables * inherited
-                             for tight, witness, inherited, _ in tree)
+        largest = max(cost.rows)
+        total += scale * sum(cost.leaf(tight, [witness]) + ROW * (splits * largest + numbers)
+                             for tight, witness, (splits, numbers), _ in tree)
         if limit is not None and total > limit:
             raise beyond(total, "claims[0].evidence.trees",
                          "node tables, leaves' bounds, back-substitutions and witnesses' rows", limit)
