@@ -27,7 +27,7 @@ THEOREMS = {
     "C2": {"C3": ["C2_pair", "C2_off"], "C2": ["C2_pieces_block"]},
     "C3": {"C3": ["C3_construction_computes_maxout", "C3_on_box", "construction_under_rule"],
            "Bounds": ["shifts_ok_sound", "C3_checked"]},
-    "C4": {"C4": ["C4_sizes", "C4_params_polynomial"]},
+    "C4": {"C4": ["C4_sizes", "C4_params_polynomial", "C4_params_vs_maxout"]},
     "C5": {"C5": ["C5_lemma_a", "C5_head_bounds", "C5_head_perturbation", "C5_max_perturbation", "C5_head_error"],
            "C5Net": ["C5_network", "C5_err_scale", "C5_network_eps", "C5_network_lambda"],
            "SoftBounds": ["C5_checked"]},

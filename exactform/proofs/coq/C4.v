@@ -132,3 +132,96 @@ Proof.
   assert (H3 : 4 * w * sum (map units (layers M)) <= 4 * w * (L * N)) by (apply Nat.mul_le_mono_l; auto).
   nia.
 Qed.
+
+(** * The size against the net's own parameter count *)
+
+(** The Maxout net's parameters: Σ_ℓ Σ_i k_ℓi (n_{ℓ−1} + 1) + o (n_L + 1). *)
+Fixpoint layers_params (nin : nat) (ls : list layer) : nat :=
+  match ls with
+  | [] => 0
+  | L :: ls => sum (map (fun i => rank L i * (nin + 1)) (seq 0 (units L))) + layers_params (units L) ls
+  end.
+Definition maxout_params (M : maxout) : nat :=
+  layers_params (input_dim M) (layers M) + outputs M * (last (widths M) 0 + 1).
+
+Lemma fold_max_le_sum : forall l, fold_right Nat.max 0 l <= sum l.
+Proof. induction l; simpl; lia. Qed.
+
+Lemma sum_map_le : forall (f g : nat -> nat) l, (forall x, In x l -> f x <= g x) -> sum (map f l) <= sum (map g l).
+Proof.
+  induction l as [|a l IH]; intros H; [simpl; lia | ]. cbn [map].
+  pose proof (H a (or_introl eq_refl)). pose proof (IH (fun x Hx => H x (or_intror Hx))). rewrite !sum_cons. lia.
+Qed.
+
+Lemma sum_map_ge_length : forall (f : nat -> nat) l, (forall x, In x l -> 1 <= f x) -> length l <= sum (map f l).
+Proof.
+  induction l as [|a l IH]; intros H; [simpl; lia | ]. cbn [map length].
+  pose proof (H a (or_introl eq_refl)). pose proof (IH (fun x Hx => H x (or_intror Hx))). rewrite sum_cons. lia.
+Qed.
+
+(** One layer: n(nin + 1) ≤ P_ℓ, and the layer's rank ≤ P_ℓ. *)
+Lemma layer_params_ge : forall L nin, (forall i, i < units L -> 1 <= rank L i) ->
+  units L * (nin + 1) <= sum (map (fun i => rank L i * (nin + 1)) (seq 0 (units L))) /\
+  layer_rank L <= sum (map (fun i => rank L i * (nin + 1)) (seq 0 (units L))).
+Proof.
+  intros L nin Hr. split.
+  - assert (E : sum (map (fun i => rank L i * (nin + 1)) (seq 0 (units L))) = sum (map (rank L) (seq 0 (units L))) * (nin + 1)).
+    { generalize (seq 0 (units L)). induction l; [simpl; lia | ]. cbn [map]. rewrite !sum_cons, IHl. lia. }
+    rewrite E. apply Nat.mul_le_mono_r. rewrite <- (seq_length (units L) 0) at 1.
+    apply sum_map_ge_length. intros i Hi. apply in_seq in Hi. apply Hr. lia.
+  - unfold layer_rank. eapply Nat.le_trans; [apply fold_max_le_sum | ].
+    apply sum_map_le. intros. lia.
+Qed.
+
+Lemma layer_cost_le : forall T w nin n P, 1 <= w -> 1 <= n -> n * (nin + 1) <= P ->
+  (2 * (2 * n * T) * w + 2 * n * T + w) + (2 * (2 * (nin + 2 * n)) * w + 2 * (nin + 2 * n) + w) + 4 * w * n
+  <= (6 * T + 24) * w * P.
+Proof.
+  intros T w nin n P Hw Hn HP.
+  assert (A : nin + n <= n * (nin + 1)) by nia.
+  assert (B : (6 * T + 24) * w * (n * (nin + 1)) <= (6 * T + 24) * w * P) by (apply Nat.mul_le_mono_l; auto).
+  nia.
+Qed.
+
+Lemma layers_cost_le : forall T w ls nin, 1 <= w ->
+  (forall L, In L ls -> 1 <= units L /\ forall i, i < units L -> 1 <= rank L i) ->
+  sum (map (fun h => 2 * h * w + h + w) (closed_hidden T nin (map units ls))) + 4 * w * sum (map units ls)
+  <= (6 * T + 24) * w * layers_params nin ls.
+Proof.
+  induction ls as [|L ls IH]; intros nin Hw Hls; [simpl; lia | ].
+  cbn [closed_hidden map layers_params]. rewrite !sum_cons.
+  destruct (Hls L (or_introl eq_refl)) as [Hu Hr].
+  destruct (layer_params_ge L nin Hr) as [H1 _].
+  pose proof (layer_cost_le T w nin (units L) _ Hw Hu H1).
+  pose proof (IH (units L) Hw (fun L' HL' => Hls L' (or_intror HL'))). nia.
+Qed.
+
+Lemma max_rank_le : forall ls nin, (forall L, In L ls -> forall i, i < units L -> 1 <= rank L i) ->
+  fold_right Nat.max 0 (map layer_rank ls) <= layers_params nin ls.
+Proof.
+  induction ls as [|L ls IH]; intros nin H; [simpl; lia | ]. cbn [map fold_right layers_params].
+  destruct (layer_params_ge L nin (H L (or_introl eq_refl))) as [_ B].
+  pose proof (IH (units L) (fun L' HL' => H L' (or_intror HL'))). lia.
+Qed.
+
+(** The paper's point made exact: the Transformer has at most (6T + 26)·w times the net's own
+    parameter count, w = 1 + T + 3N — a factor polynomial in the largest rank and width. *)
+Theorem C4_params_vs_maxout : forall (M : maxout) (Rs : shifts),
+  layers M <> [] -> (forall L, In L (layers M) -> 1 <= units L /\ forall i, i < units L -> 1 <= rank L i) ->
+  let T := max_rank M in let w := 1 + T + 3 * max_width M in
+  tf_params (construct M Rs) <= (6 * T + 26) * w * maxout_params M.
+Proof.
+  intros M Rs Hne Hls T w. destruct (C4_sizes M Rs) as [_ [_ [_ [_ [_ E]]]]]. rewrite E.
+  unfold closed_params, maxout_params. fold T. fold w.
+  set (P := layers_params (input_dim M) (layers M)).
+  pose proof (layers_cost_le T w (layers M) (input_dim M) ltac:(unfold w; lia) Hls) as H1. fold P in H1.
+  (* d + T ≤ 2P: the first layer has ≥ d + 1 parameters, and T is a rank of some layer *)
+  assert (HT : T <= P) by (apply max_rank_le; intros; apply Hls; auto).
+  assert (HdP : input_dim M <= P).
+  { unfold P. destruct (layers M) as [|L ls] eqn:EL; [contradiction | ].
+    destruct (Hls L (or_introl eq_refl)) as [Hu Hr]. destruct (layer_params_ge L (input_dim M) Hr) as [A _].
+    cbn [layers_params]. nia. }
+  assert (Hd : input_dim M + T <= 2 * P) by lia.
+  assert (Ho : outputs M * (w + 1) <= 2 * w * (outputs M * (last (widths M) 0 + 1))) by nia.
+  nia.
+Qed.
