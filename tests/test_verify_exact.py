@@ -218,3 +218,19 @@ def _rows_without_splits(tree, above: int = 0) -> int:
     if "witness" in tree:
         return tree["witness"]["length"] - above
     return _rows_without_splits(tree["children"][0], above + (not isinstance(tree["split"], int)))
+
+
+def test_exact_leaf_lp_without_points_is_closed_by_bound_rows():
+    """A leaf whose node bounds are empty (L > U: the affine rows above it contradict each other) has no
+    point: the exact LP's witness is that node's two bound rows, z − L + U − z < 0, and the checker's test
+    accepts it."""
+    from exactform.checker.equiv import Forms, outputs
+    from exactform.checker.relax import LeafRows, infeasible
+    from exactform.checker.verify_cert import read_model
+    from exactform.prove.exact_leaf import leaf_lp
+    cube = [(Fraction(-1), Fraction(1))] * 2
+    F = Forms(cube)
+    rows = LeafRows(F, cube, [outputs(F, read_model(maxout_net(0), "net"))[0]])
+    rows.bounds[2 + 3] = (Fraction(1), Fraction(0))
+    value, w, _ = leaf_lp(rows)
+    assert value == -1 and w == {rows.starts[3]: 1, rows.starts[3] + 1: 1} and infeasible(rows, w)

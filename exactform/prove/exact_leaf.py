@@ -38,10 +38,15 @@ def _is_bound(rows: LeafRows, i: int) -> bool:
 def leaf_lp(rows: LeafRows) -> tuple[Fraction, dict, list]:
     """``(t*, w, v*)``: the exact optimum of max t subject to g ≥ t for every row g of ``rows``, the variables
     within ``rows.bounds`` and t ≤ 1; ``w``: the positive dual multipliers of the rows (``{row: q}``, summing
-    to 1 when t* < 1), ``v*``: an optimal point (the variables in order).  The dual simplex starts from the
+    to 1 when t* < 1), ``v*``: an optimal point (the variables in order; none when a variable's bounds are
+    empty, t* then their negative width).  The dual simplex starts from the
     basis HiGHS ends at when it is exactly dual feasible (``_warm``: usually optimal as it is), else from
     every variable at its lower bound and t at 1."""
     n = len(rows.bounds)
+    for v, (lo, hi) in enumerate(rows.bounds):
+        if lo > hi:                             # no point: the variable's two bound rows sum to hi − lo < 0
+            first = 2 * v if v < rows.F.d else rows.starts[v - rows.F.d]
+            return hi - lo, {first: Fraction(1), first + 1: Fraction(1)}, []
     A, b, index = [], [], []
     for i in range(len(rows)):
         if _is_bound(rows, i):
