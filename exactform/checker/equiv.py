@@ -223,11 +223,8 @@ def implied(cons: list, h: dict, strict: bool, w: dict) -> bool:
 
 
 def covering(g: dict, node: dict, at: str) -> list:
-    """The children of a split at the affine row g, each with the constraint it adds to its cell:
-    ``[(child, where, (form, kind))]``, two children g ≥ 0, g ≤ 0 or three g > 0, g = 0, g < 0 (E1 and V1,
-    docs/equiv.md, spec §8): every point of the cell is in one child's, whatever g is."""
-    children = items(node.get("children"), f"{at}.children")
-    neg = negated(g)
+    """``[(child, where, (form, kind))]`` of a split at g (E1, V1): g ≥ 0, g ≤ 0 or g > 0, g = 0, g < 0, the cell covered."""
+    children, neg = items(node.get("children"), f"{at}.children"), negated(g)
     parts = {2: [(g, "ge"), (neg, "ge")], 3: [(g, "gt"), (g, "eq"), (neg, "gt")]}.get(len(children))
     if parts is None:
         raise Malformed(f"{at}.children: expected 2 (g ≥ 0, g ≤ 0) or 3 (g > 0, g = 0, g < 0)")
