@@ -252,7 +252,7 @@ def exp_lower(U: Fraction, m: int, b: int) -> Fraction:
 
 
 def short_log_upper(T: int) -> Fraction:
-    """A 64-bit U ≥ ln T whose ``exp_lower`` reaches T: the tool's U rounded up to 2^-64, plus 2^-64."""
+    """A U ≥ ln T on the grid 2^-64 whose ``exp_lower`` reaches T: the tool's U rounded up, plus 2^-64."""
     from exactform.prove.softmax import log_upper
     U = Fraction(math.ceil(log_upper(T) * 2 ** 64) + 1, 2 ** 64)
     assert exp_lower(U, *EXP_LOWER) >= T
@@ -272,24 +272,28 @@ def softmax_script(cases) -> str:
         lower, upper = (coq_list(map(coq_q, side)) for side in (box.lower, box.upper))
         script += (f"Definition net{k} := {net_q}.\nDefinition shifts{k} := {shifts_q}.\n"
                    f"Definition box{k} := mk_box {lower} {upper}.\n"
-                   f"Theorem soft{k} : forall x, in_box (input_dim net{k}) box{k} x -> forall o, (o < outputs net{k})%nat ->\n"
-                   f"  (Rabs (tf_eval (softmax_l (Q2R {coq_q(lam)})) (construct net{k} shifts{k}) x o - maxout_eval net{k} x o)"
-                   f" <= Q2R {coq_q(eps)})%R.\n"
+                   f"Theorem soft{k} : forall x, in_box (input_dim net{k}) box{k} x ->\n"
+                   f"  forall o, (o < outputs net{k})%nat ->\n"
+                   f"  (Rabs (tf_eval (softmax_l (Q2R {coq_q(lam)})) (construct net{k} shifts{k}) x o\n"
+                   f"         - maxout_eval net{k} x o) <= Q2R {coq_q(eps)})%R.\n"
                    f"Proof. apply (C5_checked _ _ _ {coq_q(U)} _ _ {m} {b}); vm_compute; reflexivity. Qed.\n")
     return script
 
 
 def softmax_cases(tmp_path: Path, eps: Fraction):
     """Per proof net: the net, the shift constants and domain of the Transformer ``exactform softmax
-    --eps`` writes, a U ≥ ln T (the tool's, rounded up), its λ and ε."""
+    --eps`` writes, a U ≥ ln T (the tool's, rounded up), its λ and ε. That Transformer is, but for its
+    attention, entry by entry the one ``exactform compile`` writes (which the link test compares
+    with Coq's construction)."""
     cases = []
     for k, (name, net) in enumerate(nets().items()):
         source, target = tmp_path / f"soft{k}.json", tmp_path / f"soft{k}.tf.json"
         save(net, source)
         assert main(["softmax", str(source), "--eps", str(eps), "-o", str(target)]) == 0, name
         tf = load(target)
-        assert tf.tokens == net.max_rank and tf.domain == net.domain and tf.readout_token == 0, name
-        cases.append((net, compiled_shifts(net, tf), tf.domain, short_log_upper(net.max_rank), Fraction(tf.attention), eps))
+        assert flat(tf) == flat(compiled(net, tmp_path, f"hard{k}")) and tf.domain == net.domain, name
+        U, lam = short_log_upper(net.max_rank), Fraction(tf.attention)
+        cases.append((net, compiled_shifts(net, tf), tf.domain, U, lam, eps))
     return cases
 
 
@@ -299,9 +303,11 @@ def test_coq_proves_the_softmax_transformer_within_eps_on_the_box(library, tmp_p
     build, _ = library
     cases = softmax_cases(tmp_path, Fraction(1, 100))
     (build / "Soft.v").write_text(softmax_script(cases))
-    done = subprocess.run(["coqc", "-Q", ".", "Exactform", "Soft.v"], cwd=build, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(["coqc", "-Q", ".", "Exactform", "Soft.v"], cwd=build, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     net, shifts, box, U, lam, eps = cases[-1]
     (build / "SoftHalf.v").write_text(softmax_script([(net, shifts, box, U, lam / 2, eps)]))
-    done = subprocess.run(["coqc", "-Q", ".", "Exactform", "SoftHalf.v"], cwd=build, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(["coqc", "-Q", ".", "Exactform", "SoftHalf.v"], cwd=build, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode != 0 and REFUSED in done.stderr, done.stdout[-1000:] + done.stderr[-1000:]
