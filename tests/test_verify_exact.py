@@ -15,7 +15,7 @@ from fractions import Fraction
 import flint
 import pytest
 
-from exactform.checker.reader import Refuted, load
+from exactform.checker.reader import Refuted
 from exactform.checker.verify_cert import check
 from exactform.formats import Reader
 from exactform.geometry.regions import cells_in_box

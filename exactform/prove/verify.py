@@ -659,9 +659,9 @@ class Search:
                     stack += sides[::-1] if wait is None else sides
                     continue
             if not wide:
-                self.out.verdict, self.out.reason = "unknown", f"disjunct {k}: a cell of width {np.max(hi - lo):.3g} " \
-                    "is still open (the exact LP on its rows is feasible at a point that is not the network's, " \
-                    "and no unit split applies)"
+                self.out.verdict = "unknown"
+                self.out.reason = (f"disjunct {k}: a cell of width {np.max(hi - lo):.3g} is still open (the exact LP on "
+                                   "its rows is feasible at a point that is not the network's, and no unit split applies)")
                 return None
             relative = (hi - lo) / np.where(width0 > 0, width0, 1)
             candidates = [i for i in wide[:LOOKAHEAD] if relative[i] * ASPECT >= relative[wide[0]]]
@@ -687,11 +687,10 @@ class Search:
             return w if infeasible(rows, w) else None
         node = first_relaxed(p.F, v)
         if node is None:
-            x = v[:p.d]
-            return "sat" if self._violates(k, x) else None
-        kind, data = p.F.nodes[node]
-        gl, gu = rows.gaps.get(node, (0, 0))
-        return node if kind == "max" and len(data) == 2 and gl < 0 < gu else None
+            return "sat" if self._violates(k, v[:p.d]) else None
+        gl, gu = rows.gaps.get(node, (0, 0))          # gaps: the two-piece max nodes'
+        return node if gl < 0 < gu else None
+
 
 def widest(lo: np.ndarray, hi: np.ndarray, width0: np.ndarray) -> list:
     """The coordinates, widest relative to the box first.  (The LP's dual weight on the box rows, the rule
