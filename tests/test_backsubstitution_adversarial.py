@@ -16,7 +16,7 @@ from test_equiv_relax import node_values, quantised
 
 from exactform.checker import equiv as check_equiv
 from exactform.checker.cost import REFINE
-from exactform.checker.equiv import Forms, outputs, read_model
+from exactform.checker.forms import Forms, outputs, read_model
 from exactform.checker.reader import Malformed
 from exactform.checker.relax import LeafRows, node_bounds, pairs, tightening
 from exactform.construct.maxout_to_transformer import compile_maxout

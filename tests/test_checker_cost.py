@@ -9,7 +9,7 @@ import sys
 from fractions import Fraction
 
 from exactform.checker import cost, verify_cert
-from exactform.checker.equiv import Forms, outputs, read_model
+from exactform.checker.forms import Forms, outputs, read_model
 from exactform.checker.reader import FORMAT
 from exactform.checker.relax import layout
 

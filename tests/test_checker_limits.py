@@ -220,7 +220,8 @@ def test_the_e1_checker_values_deep_chains_without_recursion(depth):
     """E1's checker values the nodes from an explicit stack: no recursion on depth."""
     net = chain(depth)
     box = list(zip(net.domain.lower, net.domain.upper))
-    from exactform.checker.equiv import Forms, evaluate, outputs
+    from exactform.checker.equiv import evaluate
+    from exactform.checker.forms import Forms, outputs
     F = Forms(box)
     out = outputs(F, reader.read_maxout(net.to_json(), "net"))
     assert len(F.nodes) == depth

@@ -15,7 +15,7 @@ import pytest
 from nets import random_net, relu_net
 
 from exactform.checker import equiv as check_equiv
-from exactform.checker.equiv import Forms, outputs, read_model
+from exactform.checker.forms import Forms, outputs, read_model
 from exactform.checker.reader import ONE, Malformed, Refuted
 from exactform.checker.relax import LeafRows, pairs
 from exactform.models import MaxoutLayer, MaxoutNet

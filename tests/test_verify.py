@@ -261,9 +261,9 @@ def test_certificate_bound_to_its_files(proved, tmp_path):
 def test_work_bounded_before_arithmetic(proved, monkeypatch):
     """The work is compared with the run's limit (a parameter) before the arithmetic it bounds: the node
     table's first layer is charged before it is built; a malformed node is named."""
-    from exactform.checker import equiv
+    from exactform.checker import forms
     net, prop, cert = proved
-    monkeypatch.setattr(equiv, "linear", None)                   # reaching arithmetic would fail differently
+    monkeypatch.setattr(forms, "linear", None)                   # reaching arithmetic would fail differently
     with pytest.raises(ValueError, match="beyond the checker's limit"):
         check(load(cert), "c", limit=10)
     monkeypatch.undo()

@@ -224,7 +224,7 @@ def test_exact_leaf_lp_without_points_is_closed_by_bound_rows():
     """A leaf whose node bounds are empty (L > U: the affine rows above it contradict each other) has no
     point: the exact LP's witness is that node's two bound rows, z − L + U − z < 0, and the checker's test
     accepts it."""
-    from exactform.checker.equiv import Forms, outputs
+    from exactform.checker.forms import Forms, outputs
     from exactform.checker.relax import LeafRows, infeasible
     from exactform.checker.verify_cert import read_model
     from exactform.prove.exact_leaf import leaf_lp

@@ -2,7 +2,7 @@
 affine-form entries the checker reads or writes, weighted by the size of the numbers read (valid under the
 reader's cap on derived numbers, ``MAX_BITS``).
 
-One model serves V1 and E1, which share the node table (``equiv.Forms``) and the leaf rows
+One model serves V1 and E1, which share the node table (``forms.Forms``) and the leaf rows
 (``relax.LeafRows``): building the table is charged layer by layer (block by block) from the sizes of the
 forms built so far (``layer_work``, ``block_work``), each step before it is taken, and ``LeafCost`` bounds a
 leaf's rows, stated back-substitutions and witnesses from the table as built."""
@@ -79,7 +79,7 @@ def walk_work(net, tf, bits: int, where: str, limit: int = WALK_WORK) -> int:
 
 
 def node_count(m) -> int:
-    """At most how many nodes the node table of model ``m`` makes (``equiv.outputs``), from its shapes: a
+    """At most how many nodes the node table of model ``m`` makes (``forms.outputs``), from its shapes: a
     Maxout unit, a Transformer's ReLU per token, a head's value row per token."""
     if hasattr(m, "layers"):
         return sum(map(len, m.layers))
@@ -87,7 +87,7 @@ def node_count(m) -> int:
 
 
 def layer_work(layer: list, h: list) -> int:
-    """The work of a Maxout layer on the forms ``h`` it reads (the node table's build, ``equiv.outputs``): each
+    """The work of a Maxout layer on the forms ``h`` it reads (the node table's build, ``forms.outputs``): each
     piece reads its inputs' forms; a unit's k pieces are bounded and compared pairwise."""
     return FRACTION * sum(sum(1 + sum(len(h[k]) for k in w) for w, _ in unit) * (2 + len(unit)) for unit in layer)
 
@@ -119,7 +119,7 @@ def block_work(block: tuple, X: list) -> int:
 
 
 class Budget:
-    """What is left of the bound for building node tables (``equiv.Forms.charge``): ``limit`` weighted entries,
+    """What is left of the bound for building node tables (``forms.Forms.charge``): ``limit`` weighted entries,
     ``scale`` per entry, refused with the field ``where`` named."""
 
     def __init__(self, limit: int, scale: int, where: str):

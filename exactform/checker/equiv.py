@@ -6,137 +6,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .cost import (MAX_WORK, Budget, LeafCost, beyond, bits, block_work, digits, layer_work, named, node_count,
-                   readout_work, weight)
-from .reader import (FORMAT, ONE, Malformed, Refuted, box, combine, domain, fields, integer, interval, items, load,
-                     rational, read_maxout, read_transformer, row, spent)
-
-
-class Unsupported(ValueError):
-    """A model outside the method: softmax attention, or a head whose scores are not affine."""
-
-
-def key(f: dict) -> tuple:
-    return tuple(sorted(f.items()))
-
-
-def ints(form_key: tuple) -> tuple:
-    """A form's key with each coefficient as (numerator, denominator): equal exactly when the key
-    is, and hashed as integers (hashing a Fraction costs a modular inverse)."""
-    return tuple((k, a.numerator, a.denominator) for k, a in form_key)
-
-
-def negated(form: dict) -> dict:
-    return {k: -x for k, x in form.items()}
-
-
-class Forms:
-    """The node table over a box: ``bounds[v]`` is an exact interval of variable v over the box;
-    ``calls[i] = (pieces, form)``: the i-th max built, ``form = max(pieces)`` on the box (the position
-    that pairs a node of one model with its counterpart in another, ``relax.pairs``); ``work``: the entries
-    its building touched, each step charged before it is taken and refused by ``budget`` (``cost.Budget``)."""
-
-    def __init__(self, cube: list, budget=None):
-        self.d, self.bounds, self.nodes, self.index, self.calls = len(cube), list(cube), [], {}, []
-        self.work, self.budget = 0, budget
-
-    def charge(self, entries: int, what: str):
-        """Count the entries the next step of building touches, before it (refused beyond the budget)."""
-        self.work += entries
-        if self.budget is not None:
-            self.budget(self.work, what)
-
-    def interval(self, f: dict) -> tuple:
-        return interval(f, self.bounds)
-
-    def node(self, kind: str, data: tuple, bounds: tuple, name: tuple) -> int:
-        """The variable of node ``(kind, data)``, interned under ``name`` (its data as ``ints``)."""
-        var = self.index.setdefault(name, len(self.bounds))
-        if var == len(self.bounds):
-            self.bounds.append(bounds)
-            self.nodes.append((kind, data))
-        return var
-
-    def max(self, pieces: list) -> dict:
-        form = self._max(pieces)
-        self.calls.append((list(pieces), form))
-        return form
-
-    def _max(self, pieces: list) -> dict:
-        ps = list({key(p): p for p in pieces}.values())
-        s = max((abs(a) for p in ps for a in p.values()), default=Fraction(1))
-        data = tuple(sorted(key({k: a / s for k, a in p.items()}) for p in ps))
-        name = ("max",) + tuple(map(ints, data))
-        if name in self.index:                                # interned: not fixed by the bounds
-            return {self.index[name]: s}
-        mirror = len(data) == 2 and not data[0] and self.index.get(("max", (), tuple((k, -n, d) for k, n, d in name[2])))
-        if mirror:                                            # max(0, w) = max(0, −w) + w
-            return combine([(s, {mirror: Fraction(1)}), (s, dict(data[1]))])
-        ivs = [self.interval(p) for p in ps]
-        for p, (lo, _) in zip(ps, ivs):
-            if all((lo if not q else -hi if not p else self.interval(combine([(1, p), (-1, q)]))[0]) >= 0
-                   for q, (_, hi) in zip(ps, ivs) if q is not p):
-                return p
-        return {self.node("max", data, (max(l for l, _ in ivs) / s, max(h for _, h in ivs) / s), name): s}
-
-    def hardmax(self, pairs: list) -> dict:
-        """One output row: the average of the values of the tokens of maximal score."""
-        ds = [combine([(1, s), (-1, pairs[0][0])]) for s, _ in pairs]
-        dv = [combine([(1, v), (-1, pairs[0][1])]) for _, v in pairs]
-        c = next((s.get(k, 0) / a for s, v in zip(ds, dv) for k, a in v.items()), None)
-        if c is None or c > 0 and all(s == {k: c * a for k, a in v.items()} for s, v in zip(ds, dv)):
-            return self.max([v for _, v in pairs])
-        for sm, _ in pairs:
-            gaps = [(combine([(1, s), (-1, sm)]), v) for s, v in pairs]
-            if all(not g or self.interval(g)[1] < 0 for g, _ in gaps):
-                top = [v for g, v in gaps if not g]
-                return combine([(Fraction(1, len(top)), v) for v in top])
-        ivs, data = [self.interval(v) for _, v in pairs], tuple(sorted((key(s), key(v)) for s, v in pairs))
-        name = ("hardmax",) + tuple((ints(s), ints(v)) for s, v in data)
-        return {self.node("hardmax", data, (min(l for l, _ in ivs), max(h for _, h in ivs)), name): Fraction(1)}
-
-
-def linear(weights: dict, xs: list, bias=Fraction(0)) -> dict:
-    return combine([(a, xs[k]) for k, a in weights.items()], bias)
-
-
-def outputs(F: Forms, model) -> list:
-    """The model's outputs as forms over F (a Maxout net, or a hardmax Transformer of any blocks)."""
-    if hasattr(model, "layers"):
-        h = [{i: Fraction(1)} for i in range(F.d)]
-        for n, layer in enumerate(model.layers):
-            F.charge(layer_work(layer, h), f"layer {n}")
-            h = [F.max([linear(w, h, b) for w, b in unit]) for unit in layer]
-        F.charge(readout_work(model.readout, h), "the read-out")
-        return [(linear(w, h, b)) for w, b in model.readout]
-    if model.scale is not None:
-        raise Unsupported("softmax attention has no exact rational value")
-    X = [[combine([(1, e)], p[c]) for c, e in enumerate(model.embed)] for p in model.position]
-    for b, block in enumerate(model.blocks):
-        F.charge(block_work(block, X), f"block {b}")
-        delta = [[[] for _ in x] for x in X]
-        if block[0] == "feedforward":
-            for t, x in enumerate(X):
-                for w, bias, column in zip(*block[1:4]):
-                    r = F.max([linear(w, x, bias), {}])
-                    for c, a in column.items():
-                        delta[t][c].append((a, r))
-        for i, (q, k, v, o) in enumerate(block[1] if block[0] == "attention" else []):
-            Q, K, V = ([[linear(r, x) for r in m] for x in X] for m in (q, k, v))
-            fixed_q, fixed_k = (all(set(f) <= {ONE} for x in m for f in x) for m in (Q, K))
-            if not (fixed_q or fixed_k):
-                raise Unsupported(f"block {b} head {i}: query and key both depend on the input, so the scores "
-                                  "are not affine")
-            for t, x in enumerate(X):
-                scores = [combine([(f.get(ONE, 0), g) if fixed_q else (g.get(ONE, 0), f) for f, g in zip(Q[t], K[j])])
-                          for j in range(len(X))]
-                ys = [F.hardmax([(s, V[j][r]) for j, s in enumerate(scores)]) for r in range(len(v))]
-                for c, orow in enumerate(o):
-                    delta[t][c] += [(a, ys[r]) for r, a in orow.items()]
-        b2 = block[4] if block[0] == "feedforward" else [0] * len(X[0])
-        X = [[(combine([(1, f)] + ds, b2[c])) for c, (f, ds) in enumerate(zip(x, dx))] for x, dx in zip(X, delta)]
-    F.charge(readout_work(model.readout, X[model.token]), "the read-out")
-    return [(linear(w, X[model.token], b)) for w, b in model.readout]
+from .cost import MAX_WORK, Budget, LeafCost, beyond, bits, digits, named, node_count, weight
+from .forms import Forms, covering, key, negated, outputs, read_model
+from .reader import (FORMAT, ONE, Malformed, Refuted, box, combine, domain, fields, integer, items, load,
+                     rational, row, spent)
 
 
 def evaluate(F: Forms, f: dict, memo: dict, decide) -> dict:
@@ -222,15 +95,6 @@ def implied(cons: list, h: dict, strict: bool, w: dict) -> bool:
     return not any(r.values()) and (c > 0 or (c == 0 and (not strict or positive)))
 
 
-def covering(g: dict, node: dict, at: str) -> list:
-    """``[(child, where, (form, kind))]`` of a split at g (E1, V1): g ≥ 0, g ≤ 0 or g > 0, g = 0, g < 0, the cell covered."""
-    children, neg = items(node.get("children"), f"{at}.children"), negated(g)
-    parts = {2: [(g, "ge"), (neg, "ge")], 3: [(g, "gt"), (g, "eq"), (neg, "gt")]}.get(len(children))
-    if parts is None:
-        raise Malformed(f"{at}.children: expected 2 (g ≥ 0, g ≤ 0) or 3 (g > 0, g = 0, g < 0)")
-    return [(c, f"{at}.children[{i}]", p) for i, (c, p) in enumerate(zip(children, parts))]
-
-
 def box_constraints(cube: list) -> list:
     """The box as the cell constraints x_i − lower_i ≥ 0, upper_i − x_i ≥ 0 (indices 2i, 2i + 1)."""
     return [c for i, (lo, hi) in enumerate(cube)
@@ -240,11 +104,6 @@ def box_constraints(cube: list) -> list:
 def statement(cube: list, tolerance) -> str:
     claim = "A(x) = B(x)" if tolerance is None else f"|A(x) - B(x)|_inf <= {tolerance}"
     return f"{claim} for every x in the box {domain(cube)}"
-
-
-def read_model(v, where):
-    transformer = isinstance(v, dict) and v.get("format") == "exactform/transformer@1"
-    return (read_transformer if transformer else read_maxout)(v, where)
 
 
 def check(cert: dict, name: str, bind_a=None, bind_b=None, limit: int = MAX_WORK) -> str:

@@ -17,7 +17,7 @@ import json
 from fractions import Fraction
 
 from .cost import MAX_WORK, ROW, WALK_WORK, Budget, LeafCost, beyond, bits, digits, named, weight
-from .equiv import Forms, covering, outputs, read_model
+from .forms import Forms, covering, outputs, read_model
 from . import vnnlib
 from .relax import LeafRows, gap_signs, infeasible, tightening
 from .reader import FORMAT, ONE, Malformed, Refuted, box, combine, fields, integer, items, load, rational, row, spent

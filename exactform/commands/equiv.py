@@ -53,7 +53,7 @@ def _models(paths: list[str], pairs):
 
 
 def run(args) -> int:
-    from ..checker.equiv import Unsupported
+    from ..checker.forms import Unsupported
     from ..checker import reader
     from ..driver import Stopped
     from ..formats import InputError, canonical_json, write_text

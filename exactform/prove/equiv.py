@@ -23,7 +23,9 @@ from fractions import Fraction
 import flint
 import numpy as np
 
-from ..checker.equiv import ONE, box_constraints, combine, evaluate, implied, interval, negated
+from ..checker.equiv import box_constraints, evaluate, implied
+from ..checker.forms import negated
+from ..checker.reader import ONE, combine, interval
 from ..models import MaxoutNet
 from ..numbers import format_rational
 from ..geometry.lp import argmaximize, dual_simplex
@@ -732,7 +734,8 @@ def compare(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None = 
 def check_work(a_json: dict, b_json: dict, tree: dict, box: list) -> int:
     """The checker's work figure for the certificate of ``tree`` on ``box`` (``check --max-work`` must be at
     least this; its numbers' lengths are the models', a witness's are short dyadics)."""
-    from ..checker.equiv import Forms, outputs, read_model, work
+    from ..checker.equiv import work
+    from ..checker.forms import Forms, outputs, read_model
     from ..checker.reader import spent
     spent[:] = [0, 0]
     models = read_model(a_json, "a"), read_model(b_json, "b")

@@ -32,7 +32,8 @@ from fractions import Fraction
 
 import flint
 
-from ..checker.equiv import ONE, Forms, Unsupported, combine, key, outputs, read_model
+from ..checker.forms import Forms, Unsupported, key, outputs, read_model
+from ..checker.reader import ONE, combine
 from ..geometry.cells import rational
 
 Q = flint.fmpq

@@ -22,7 +22,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..checker.equiv import ONE, combine
+from ..checker.reader import ONE, combine
 from ..checker.relax import LeafRows, pairs, through
 from ..numbers import format_rational
 from .verify import LOOKAHEAD, MARGIN, ONE_THREAD, Deadline, Disjunct, lookahead, sparse_text, tighten_text, widest

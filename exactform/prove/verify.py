@@ -33,7 +33,7 @@ from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
 from threadpoolctl import threadpool_limits
 
-from ..checker.equiv import Forms, negated, outputs, read_model
+from ..checker.forms import Forms, negated, outputs, read_model
 from ..checker.relax import LeafRows, gap_signs, infeasible, relaxation_plan
 from ..checker.verify_cert import CLAIM, KIND, atom_form, loosened, statement
 from ..checker.reader import FORMAT, ONE, combine
