@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parents[1] / "exactform" / "proofs"))   # nets.py, the seeded test nets
+sys.path.insert(0, str(Path(__file__).parent))      # support.py and inprocess.py, the shared helpers
 
 # CI (CI=true) draws the same Hypothesis examples on every run, so a landing is decided by the code,
 # not by the draw; local runs draw fresh examples and keep exploring.  What they find is fixed and

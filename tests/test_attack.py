@@ -18,7 +18,7 @@ import sys
 from fractions import Fraction
 
 import pytest
-from test_certificate import good, maxout
+from support import good, maxout
 
 from exactform.checker import walk
 

@@ -10,9 +10,8 @@ import random
 from fractions import Fraction
 
 import pytest
-from nets import random_net, relu_net
-from test_equiv import sign_transformer
-from test_equiv_relax import node_values, quantised
+from exactform.proofs.nets import random_net, relu_net
+from support import node_values, quantised, sign_transformer
 
 from exactform.checker import equiv as check_equiv
 from exactform.checker.cost import REFINE

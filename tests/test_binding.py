@@ -176,11 +176,9 @@ def test_reader_decodes_every_shipped_acasxu_network_as_onnx_does():
     from onnx import numpy_helper
 
     from exactform.checker.onnx_reader import Wire, read_file
-    from exactform.checker.reader import spent
     files = sorted(ACAS.glob("*.onnx"))
     assert len(files) == 45
     for path in files:
-        spent[:] = [0, 0]
         wire = Wire(path)
         graph = wire.message(wire.one(wire.message(read_file(path), "model", {7: "graph"}), 7, 2, "graph"), "graph", {5: "i"})
         ours = [wire.tensor(data, "initializer") for data in wire.many(graph, 5, "initializer")]
@@ -401,7 +399,7 @@ def test_hostile_network_file_is_one_line_exit_2(tmp_path, data):
 def test_bound_check_runs_on_the_standard_library_and_trust_names_its_files(honest):
     """``check --net NET.onnx --property PROP`` with onnx, numpy, torch, z3… unimportable: exit 0, and every
     file of exactform it loads is named in TRUST.md, whose line counts of the two readers are the files'."""
-    from test_certificate import BLOCKER
+    from support import BLOCKER
     net, prop, cert = honest[".onnx"]
     done = subprocess.run([sys.executable, "-c", BLOCKER, "check", cert, "--net", net, "--property", prop],
                           capture_output=True, text=True, cwd=ROOT)

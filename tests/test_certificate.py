@@ -15,47 +15,15 @@ from pathlib import Path
 import pytest
 
 import exactform
-from nets import random_net, relu_net
-
 from exactform.checker import reader
 from exactform.checker import walk as checker
-from exactform.certificate.write import certify, certify_softmax
 from exactform.cli import main
-from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.formats import canonical_json, write_json
-from exactform.geometry.enclosure import log_upper
 from exactform.models import MaxoutLayer, MaxoutNet
+from exactform.proofs.nets import relu_net
+from support import BLOCKER, NETS, good, maxout, q, softmax_certificate
 
 ROOT = Path(__file__).resolve().parents[1]
-NETS = {
-    "ragged": lambda: random_net(random.Random(11), [3, 4, 3], 4, outputs=2),
-    "rank1": lambda: random_net(random.Random(12), [2, 3], 1),
-    "relu-3-outputs": lambda: relu_net(random.Random(13), [4, 6, 5], outputs=3),
-    "width1": lambda: relu_net(random.Random(14), [1, 1, 1]),
-}
-
-
-def q(x) -> str:
-    x = Fraction(x)
-    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
-
-
-def maxout(layers, readout, lower, upper) -> MaxoutNet:
-    """A Maxout net from plain numbers: layers = [[[(weights, bias) per piece] per unit]]."""
-    doc = {"format": "exactform/maxout@1", "input_dim": len(lower),
-           "domain": {"lower": [q(x) for x in lower], "upper": [q(x) for x in upper]},
-           "layers": [{"weight": [[[q(a) for a in w] for w, _ in unit] for unit in layer],
-                       "bias": [[q(b) for _, b in unit] for unit in layer]} for layer in layers],
-           "readout": {"weight": [[q(a) for a in w] for w, _ in readout], "bias": [q(b) for _, b in readout]}}
-    from exactform.formats import Reader
-    return MaxoutNet.from_json(Reader(doc))
-
-
-def good(net):
-    tf = compile_maxout(net)
-    cert = certify(net, tf)
-    assert cert.holds, cert.problems
-    return net, tf, cert.document
 
 
 def dense(v):
@@ -161,13 +129,6 @@ def test_c1_checks_each_head_instance():
     z = next(c for c, x in enumerate(head["key"][0]) if x != "0")
     head["query"][0][z] = "1"                                  # the query reads z: not constant
     assert "C1" in failed(verdict(d))
-
-
-def softmax_certificate(net, lam=None, eps=Fraction(1, 1000)):
-    from exactform.prove.softmax import choose_scale
-    scale = lam or choose_scale(net, eps)[0]
-    tf = compile_maxout(net).with_attention(scale)
-    return certify_softmax(net, tf, eps, log_upper(net.max_rank)).document
 
 
 def test_c5_statement_is_the_checkers():
@@ -277,21 +238,6 @@ def test_folder_tally_and_last_line(tmp_path, capsys):
         write_json(tmp_path / f"{name}.cert.json", good(NETS[name]())[2])
     assert main(["check", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] == "8 of 8 claims hold in 2 of 2 certificates"
-
-
-BLOCKER = """
-import importlib.abc, sys
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split('.')[0] in {'flint', 'sympy', 'numpy', 'torch', 'mpmath', 'z3', 'onnx', 'onnxruntime'}:
-            raise ImportError('blocked ' + name)
-sys.meta_path.insert(0, Block())
-from exactform.cli import main
-code = main(sys.argv[1:])
-files = sorted({m.__file__ for n, m in list(sys.modules.items()) if n.startswith('exactform') and getattr(m, '__file__', None)})
-print('LINES', sum(len(open(f).read().splitlines()) for f in files), ' '.join(files))
-sys.exit(code)
-"""
 
 
 def loaded(tmp_path, *args) -> tuple[int, list]:

@@ -12,8 +12,8 @@ import sys
 from fractions import Fraction
 
 import pytest
-from nets import random_net
-from test_certificate import NETS, good, softmax_certificate, maxout
+from exactform.proofs.nets import random_net
+from support import NETS, good, maxout, softmax_certificate
 
 from exactform.checker import reader
 from exactform.checker import walk

@@ -9,7 +9,7 @@ from exactform.construct.maxout_to_transformer import compile_maxout, measured_s
 from exactform.geometry.bounds import maxout_bounds
 from exactform.layout import Layout, power_of_two_at_least
 from exactform.models import Box, MaxoutLayer, MaxoutNet
-from nets import random_net, random_points, relu_net, tie_points
+from exactform.proofs.nets import random_net, random_points, relu_net, tie_points
 
 shapes = st.tuples(st.integers(1, 4), st.lists(st.integers(1, 5), min_size=1, max_size=4),
                    st.integers(1, 4), st.integers(1, 3), st.integers(0, 2**32))

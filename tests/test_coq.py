@@ -15,18 +15,22 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
-from _common import nets
 from exactform.api import load, save
 from exactform.cli import main
 from exactform.construct.maxout_to_transformer import shift_constants
 from exactform.models import Attention, MaxoutLayer, MaxoutNet
+from exactform.proofs import coq_theorems
 
-import coq_theorems  # proofs/coq_theorems.py (tests/conftest.py puts proofs/ on the path)
+# proofs/_common.py imports its neighbour as ``from nets import ...`` (it runs as a script too), so it is
+# not importable as exactform.proofs._common: proofs/ goes on the path for this one import.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "exactform" / "proofs"))
+from _common import nets  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)

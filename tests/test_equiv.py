@@ -11,31 +11,20 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from nets import permuted, random_net, random_points, relu_net, rescaled_and_split
+from exactform.proofs.nets import permuted, random_net, random_points, relu_net, rescaled_and_split
 
 from exactform.checker import equiv as check_equiv
 from exactform.checker.reader import Refuted
 from exactform.cli import main
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.numbers import format_rational
-from exactform.models import Attention, Box, FeedForward, Head, MaxoutLayer, MaxoutNet, Transformer
+from exactform.models import Attention, FeedForward, Head, MaxoutLayer, MaxoutNet, Transformer
 from exactform.prove.equiv import certificate, compare
 from exactform.geometry.lp import argmaximize, dual_simplex, solve
+from support import acas_and_float16, box_of, maxout_value, sign_transformer, small_pairs, tiny_bump
 
 F = Fraction
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def maxout_value(net: MaxoutNet, x: list) -> list:
-    """Plain evaluation, one Fraction at a time (the independent oracle)."""
-    h = list(x)
-    for layer in net.layers:
-        h = [max(sum((a * v for a, v in zip(w, h)), b) for w, b in zip(ws, bs)) for ws, bs in zip(layer.weight, layer.bias)]
-    return [sum((a * v for a, v in zip(w, h)), c) for w, c in zip(net.readout_weight, net.readout_bias)]
-
-
-def box_of(model) -> list:
-    return list(zip(model.domain.lower, model.domain.upper))
 
 
 def proved(a, b, tolerance=None, relax=True):
@@ -120,23 +109,6 @@ def test_transformer_rewrites_and_an_alternative_construction_are_proved_equal()
 
 # --- hardmax ties: a pair equal off a hyperplane and different on it ------------------------------
 
-def sign_transformer(tokens: int, key_scale: Fraction = F(1)) -> Transformer:
-    """``tokens − 1`` tokens score x with value 1, the last scores 0 with value −1: the output of
-    token 0 is 1 for x > 0, −1 for x < 0, and at x = 0 the tie average (tokens − 2)/tokens."""
-    T = tokens
-    width = 2 + T + 2                                  # x, one, position one-hot, y, out
-    last, y, out = 2 + T - 1, 2 + T, 3 + T
-    row = lambda entries: [F(entries.get(c, 0)) for c in range(width)]  # noqa: E731
-    embed = [[F(int(r == 0))] for r in range(width)]
-    position = [row({1: 1, 2 + t: 1}) for t in range(T)]
-    ff = FeedForward([row({0: 1, 1: 2, last: -10})], [F(0)], [[F(int(r == y))] for r in range(width)],
-                     [F(0)] * width)
-    head = Head([row({1: 1})], [row({y: key_scale, 1: -2 * key_scale, last: 2 * key_scale})],
-                [row({1: 1, last: -2})], [[F(int(r == out))] for r in range(width)])
-    return Transformer(Box((F(-1),), (F(1),)), T, width, "hardmax", embed, position, [ff, Attention([head])], 0,
-                       [row({out: 1})], [F(0)], {})
-
-
 def test_hardmax_ties_are_a_cell_of_their_own():
     a, b, scaled = sign_transformer(2), sign_transformer(3), sign_transformer(2, F(5))
     assert [a([F(v)])[0] for v in (-1, 0, 1)] == [-1, 0, 1]
@@ -173,19 +145,6 @@ def test_counterexamples_are_exact_points_where_the_outputs_differ(seed):
     x = outcome.point
     assert net.domain.contains(x)
     assert maxout_value(net, x) == outcome.a and maxout_value(other, x) == outcome.b and outcome.a != outcome.b
-
-
-def tiny_bump(net: MaxoutNet, height: Fraction, width: Fraction) -> MaxoutNet:
-    """``net`` plus ``max(0, height − |x − corner|₁ · height / width)``-like bump near the corner (1, 1):
-    one extra ReLU ``relu(k(x0 + x1) − (2k − height))`` with k = height / width, through layer 2."""
-    k = height / width
-    l1, l2 = net.layers
-    w1 = [list(map(list, u)) for u in l1.weight] + [[[k, k], [F(0), F(0)]]]
-    b1 = [list(u) for u in l1.bias] + [[height - 2 * k, F(0)]]
-    w2 = [[list(r) + [F(0)] for r in u] for u in l2.weight] + [[[F(0)] * l1.units + [F(1)], [F(0)] * (l1.units + 1)]]
-    b2 = [list(u) for u in l2.bias] + [[F(0), F(0)]]
-    return MaxoutNet(net.domain, [MaxoutLayer(w1, b1), MaxoutLayer(w2, b2)],
-                     [list(r) + [F(1)] for r in net.readout_weight], list(net.readout_bias))
 
 
 def test_a_pair_that_differs_only_on_a_tiny_sub_box():
@@ -372,36 +331,6 @@ def test_the_dual_simplex_agrees_with_the_tableau_simplex():
 
 # --- the pruned search: the same exact maximum as the unpruned one --------------------------------
 
-def quantised(net: MaxoutNet, step: Fraction) -> MaxoutNet:
-    """Every weight and bias rounded to the nearest multiple of ``step`` (a perturbed copy)."""
-    r = lambda v: [r(x) for x in v] if isinstance(v, list) else round(v / step) * step  # noqa: E731
-    return MaxoutNet(net.domain, [MaxoutLayer(r(l.weight), r(l.bias)) for l in net.layers],
-                     r(net.readout_weight), r(net.readout_bias))
-
-
-def relu_layer(rows: list) -> MaxoutLayer:
-    """ReLU units ``max(w·h + b, 0)`` from rows ``(w, b)``."""
-    return MaxoutLayer([[list(w), [F(0)] * len(w)] for w, _ in rows], [[b, F(0)] for _, b in rows])
-
-
-def kinked_pair() -> tuple:
-    """A(x) = |x0|, B(x) = max(0, 2|x0| − 1): |A − B| peaks at 1/2 at x0 = ±1/2, on B's kinks, and
-    the two peaks tie."""
-    box = Box((F(-1), F(-1)), (F(1), F(1)))
-    a = MaxoutNet(box, [relu_layer([((F(1), F(0)), F(0)), ((F(-1), F(0)), F(0))])], [[F(1), F(1)]], [F(0)])
-    b = MaxoutNet(box, [relu_layer([((F(2), F(0)), F(-1)), ((F(-2), F(0)), F(-1))])], [[F(1), F(1)]], [F(0)])
-    return a, b
-
-
-def small_pairs() -> list:
-    """2→8→8→1 ReLU nets against quantised copies, and the kinked pair."""
-    pairs = []
-    for seed in (0, 2, 3):                  # (seed 1 makes 526 leaves: slow for a unit test)
-        net = relu_net(random.Random(seed), [2, 8, 8], outputs=1)
-        pairs.append((net, quantised(net, F(1, 2 + seed))))
-    return pairs + [kinked_pair()]
-
-
 def assert_pruned_matches_unpruned(a, b, box):
     pruned = compare(a.to_json(), b.to_json(), box, max_diff=True)
     unpruned = compare(a.to_json(), b.to_json(), box, max_diff=True, prune=False)
@@ -429,13 +358,6 @@ def test_the_pruned_tolerance_search_agrees_with_the_unpruned_one():
             assert pruned.equal == unpruned.equal == (eps == top) and pruned.tree is None
             if not pruned.equal:
                 assert max(abs(p - q) for p, q in zip(pruned.a, pruned.b)) > eps
-
-
-def acas_and_float16():
-    from exactform.benchmarks.equiv_bench import ACAS, float16
-    from exactform.importers import import_network
-    acas = import_network(str(ACAS), [(F(-1), F(1))])
-    return acas, float16(acas)
 
 
 def test_the_pruned_max_diff_of_acas_xu_against_float16():

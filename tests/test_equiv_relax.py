@@ -12,39 +12,18 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from nets import random_net, relu_net
+from exactform.proofs.nets import random_net, relu_net
 
 from exactform.checker import equiv as check_equiv
 from exactform.checker.forms import Forms, outputs, read_model
 from exactform.checker.reader import ONE, Malformed, Refuted
 from exactform.checker.relax import LeafRows, pairs
-from exactform.models import MaxoutLayer, MaxoutNet
+from exactform.models import MaxoutNet
 from exactform.prove.equiv import certificate, compare
+from support import hardmax_step, node_values, quantised
 
 F = Fraction
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def quantised(net: MaxoutNet, step: Fraction) -> MaxoutNet:
-    """Every weight and bias rounded to a multiple of ``step``."""
-    r = lambda v: [r(x) for x in v] if isinstance(v, list) else round(v / step) * step  # noqa: E731
-    return MaxoutNet(net.domain, [MaxoutLayer(r(l.weight), r(l.bias)) for l in net.layers],
-                     r(net.readout_weight), r(net.readout_bias))
-
-
-def node_values(Fm: Forms, x: list) -> dict:
-    """Every variable of the node table at x, exactly (nodes in order: a max of its pieces; hardmax:
-    the average of the values of the tokens of top score)."""
-    v = {i: xi for i, xi in enumerate(x)} | {ONE: F(1)}
-    at = lambda f: sum((a * v[k] for k, a in dict(f).items()), F(0))  # noqa: E731
-    for k, (kind, data) in enumerate(Fm.nodes):
-        if kind == "max":
-            v[Fm.d + k] = max(at(p) for p in data)
-        else:
-            scores = [at(s) for s, _ in data]
-            top = [at(val) for s, (_, val) in zip(scores, data) if s == max(scores)]
-            v[Fm.d + k] = sum(top, F(0)) / len(top)
-    return v
 
 
 def paired_table(a, b, box: list) -> tuple[Forms, list]:
@@ -391,15 +370,14 @@ def test_float_bounds_are_the_checkers_in_floating_point(kind):
     rounded copy (paired units), Maxout units of up to three pieces, a net beside its compiled Transformer
     and a Transformer whose hardmax nodes average tied tokens."""
     import numpy as np
-    from test_equiv_maxdiff import step
 
     from exactform.checker.relax import node_bounds
     from exactform.construct.maxout_to_transformer import compile_maxout
     from exactform.prove.verify import Disjunct
     rng = random.Random(7)
     a = random_net(rng, [2, 4, 4], max_rank=3, outputs=2) if kind == "maxout rank 3" else \
-        step() if kind == "hardmax step" else relu_net(rng, [2, 6, 6, 4], outputs=2)
-    b = compile_maxout(a) if kind == "transformer" else step() if kind == "hardmax step" else quantised(a, F(1, 5))
+        hardmax_step() if kind == "hardmax step" else relu_net(rng, [2, 6, 6, 4], outputs=2)
+    b = compile_maxout(a) if kind == "transformer" else hardmax_step() if kind == "hardmax step" else quantised(a, F(1, 5))
     box = [(F(-1), F(1))] * 2
     Fm, related = paired_table(a, b, box)
     assert bool(related) == (kind in ("relu", "maxout rank 3"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-from test_equiv import acas_and_float16, maxout_value
+from support import acas_and_float16, maxout_value
 
 from exactform.models import MaxoutNet
 from exactform.prove.equiv import compare
@@ -38,8 +38,8 @@ def test_maxout_units_of_rank_above_two_take_no_witness_lp_in_the_pruned_search(
     per piece and cell for every unit of rank > 2, 75 ms a cell on ACAS-sized cells)."""
     import random
 
-    from nets import random_net
-    from test_equiv import quantised
+    from exactform.proofs.nets import random_net
+    from support import quantised
 
     from exactform.prove import equiv
     a = random_net(random.Random(seed), [2, 5, 4], max_rank=3, outputs=1)
@@ -63,8 +63,8 @@ def test_a_tolerance_the_whole_box_bound_misses_is_proved_on_halves():
     no cell searched, and ε just below the maximum is still refuted."""
     import random
 
-    from nets import relu_net
-    from test_equiv import quantised
+    from exactform.proofs.nets import relu_net
+    from support import quantised
 
     from exactform.prove.equiv import Search
     a = relu_net(random.Random(0), [2, 8, 8], outputs=1)
@@ -85,8 +85,8 @@ def test_a_counterexample_on_a_small_part_of_the_box_is_found_by_the_float_scree
     the point reported is evaluated exactly (floats only chose it)."""
     import random
 
-    from nets import relu_net
-    from test_equiv import tiny_bump
+    from exactform.proofs.nets import relu_net
+    from support import tiny_bump
 
     net = relu_net(random.Random(3), [2, 6, 6], outputs=1)
     bumped = tiny_bump(net, F(1, 1000), F(1, 8))

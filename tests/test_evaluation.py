@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.models import Attention, Box, FeedForward, Head, Transformer
 from exactform.models.transformer import dense
-from nets import random_net, random_points
+from exactform.proofs.nets import random_net, random_points
 
 ZERO, ONE = Fraction(0), Fraction(1)
 

@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from nets import random_net
+from exactform.proofs.nets import random_net
 
 from exactform.cli import main
 from exactform.construct.maxout_to_transformer import compile_maxout
@@ -151,7 +151,7 @@ def test_equiv_search_identical_serial_processes_dask(cluster, monkeypatch):
     """The pruned --max-diff and --tolerance searches give the serial answer, counters included, on
     2 local processes and on Dask (cut into subtrees once 3 cells wait, so that most of the work is
     distributed)."""
-    from test_equiv import box_of, small_pairs
+    from support import box_of, small_pairs
 
     from exactform.prove import equiv
     monkeypatch.setattr(equiv, "SUBTREES", 3)

@@ -3,7 +3,7 @@ Transformers use exactly the coordinates, block shapes, shifts and sizes it stat
 import random
 
 import pytest
-from nets import random_net, relu_net
+from exactform.proofs.nets import random_net, relu_net
 
 from exactform.construct.maxout_to_transformer import compile_maxout, measured_sizes, shift_constants
 from exactform.geometry.bounds import magnitude, maxout_bounds

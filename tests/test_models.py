@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.formats import Reader, canonical_json
 from exactform.models import Attention, Box, FeedForward, Head, MaxoutNet, Transformer
-from nets import random_net
+from exactform.proofs.nets import random_net
 
 
 @settings(max_examples=20, deadline=None)

@@ -12,8 +12,7 @@ import pytest
 
 import exactform
 from exactform.cli import main
-
-from test_user_path import EXAMPLES, PY, ROOT, cli  # noqa: E402
+from support import EXAMPLES, PY, ROOT, cli
 
 
 def one_line_error(code, out, err, *words):
@@ -104,7 +103,7 @@ def test_save_names_the_path_once(tmp_path):
 # --- finding 2: an output that is an input ---------------------------------------------------------
 
 @pytest.mark.parametrize("how", ["same", "dot", "link", "hard"])
-def test_an_output_that_is_an_input_is_refused_before_work(how, tmp_path, capsys, monkeypatch):
+def test_an_output_that_is_an_input_is_refused_before_work(how, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     shutil.copy(EXAMPLES / "relu_net.json", "net.json")
     before = Path("net.json").read_bytes()
@@ -114,24 +113,24 @@ def test_an_output_that_is_an_input_is_refused_before_work(how, tmp_path, capsys
         os.symlink("net.json", "link.json")
     if how == "hard":
         os.link("net.json", "hard.json")
-    one_line_error(*cli(capsys, "compile", "net.json", "-o", out), "-o", "also an input")
-    one_line_error(*cli(capsys, "certify", "net.json", EXAMPLES / "ci/models/relu_net.tf.json", "-o", out),
+    one_line_error(*cli("compile", "net.json", "-o", out), "-o", "also an input")
+    one_line_error(*cli("certify", "net.json", EXAMPLES / "ci/models/relu_net.tf.json", "-o", out),
                    "also an input")
     assert Path("net.json").read_bytes() == before
 
 
-def test_verify_refuses_a_counterexample_file_that_is_its_property(tmp_path, capsys):
+def test_verify_refuses_a_counterexample_file_that_is_its_property(tmp_path):
     prop = tmp_path / "p.vnnlib"
     prop.write_text("(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (>= X_0 -1))\n"
                     "(assert (<= X_0 1))\n(assert (>= Y_0 100))\n")
     before = prop.read_bytes()
-    one_line_error(*cli(capsys, "verify", EXAMPLES / "abs.json", prop, "--counterexample", prop),
+    one_line_error(*cli("verify", EXAMPLES / "abs.json", prop, "--counterexample", prop),
                    "--counterexample", "also an input")
     assert prop.read_bytes() == before
 
 
-def test_two_outputs_of_one_command_are_refused(tmp_path, capsys):
-    one_line_error(*cli(capsys, "softmax", EXAMPLES / "relu_net.json", "--eps", "1/10", "-o", tmp_path / "s.json",
+def test_two_outputs_of_one_command_are_refused(tmp_path):
+    one_line_error(*cli("softmax", EXAMPLES / "relu_net.json", "--eps", "1/10", "-o", tmp_path / "s.json",
                         "--cert", tmp_path / "s.json"), "--cert", "-o's file")
     assert not (tmp_path / "s.json").exists()
 
@@ -203,7 +202,7 @@ def test_certify_all_prefers_one_file_per_stem_and_says_which(tmp_path):
     assert [Path(p).name for _, p, _ in networks(tmp_path, None)] == ["a.json"]
 
 
-def test_certify_all_lines_are_short_and_a_run_resumes(tmp_path, capsys, monkeypatch):
+def test_certify_all_lines_are_short_and_a_run_resumes(tmp_path, monkeypatch):
     from exactform.commands import certify_all
     zoo, out = tmp_path / "zoo", tmp_path / "out"
     zoo.mkdir()
@@ -216,15 +215,15 @@ def test_certify_all_lines_are_short_and_a_run_resumes(tmp_path, capsys, monkeyp
             raise KeyboardInterrupt
         return real(job)
     monkeypatch.setattr(certify_all, "certify_network", interrupted)
-    assert cli(capsys, "certify-all", zoo, "--out", out, "--workers", "1")[0] == 130
+    assert cli("certify-all", zoo, "--out", out, "--workers", "1")[0] == 130
     assert sorted(p.name for p in out.iterdir()) == ["abs.cert.json"]         # Ctrl-C keeps what finished
     monkeypatch.setattr(certify_all, "certify_network", real)
-    code, text, err = cli(capsys, "certify-all", zoo, "--out", out, "--workers", "1")
+    code, text, err = cli("certify-all", zoo, "--out", out, "--workers", "1")
     lines = text.splitlines()
     assert code == 0 and max(map(len, lines[1:-1])) <= 80, text
     assert "kept abs.cert.json" in lines[1] and "certified and checked" in lines[2] + lines[3]
     (out / "relu_net.cert.json").write_bytes((out / "abs.cert.json").read_bytes())     # not relu_net's
-    code, text, _ = cli(capsys, "certify-all", zoo, "--out", out, "--workers", "1")
+    code, text, _ = cli("certify-all", zoo, "--out", out, "--workers", "1")
     assert code == 0 and "relu_net.json on its own domain: certified and checked" in text, text
     assert exactform.check(out / "relu_net.cert.json")
 
@@ -236,7 +235,7 @@ def test_max_regions_stops_as_cells_are_cut(monkeypatch):
     enumeration stops after a few dozen cuts, not after the layer (the old check came only then)."""
     import random
 
-    from nets import relu_net
+    from exactform.proofs.nets import relu_net
 
     from exactform.geometry import regions
     net = relu_net(random.Random(3), [2, 40])
@@ -250,10 +249,10 @@ def test_max_regions_stops_as_cells_are_cut(monkeypatch):
     assert len(cuts) <= 10 * 40 // 4 < everything, (len(cuts), everything)
 
 
-def test_plot_to_a_file_that_is_not_an_image_is_refused_before_work(tmp_path, capsys, monkeypatch):
+def test_plot_to_a_file_that_is_not_an_image_is_refused_before_work(tmp_path, monkeypatch):
     from exactform.geometry import regions
     monkeypatch.setattr(regions, "count_regions", lambda *a, **k: pytest.fail("counted before refusing"))
-    one_line_error(*cli(capsys, "regions", EXAMPLES / "abs.json", "--plot", tmp_path / "f.txt"), "--plot", ".png")
+    one_line_error(*cli("regions", EXAMPLES / "abs.json", "--plot", tmp_path / "f.txt"), "--plot", ".png")
     assert not (tmp_path / "f.txt").exists()
 
 
@@ -273,15 +272,15 @@ def test_plot_to_a_file_that_is_not_an_image_is_refused_before_work(tmp_path, ca
     (["compile", "ONNX", "-o", "OUT"], ["an ONNX network, not exactform JSON: run `exactform import"]),
     (["prove", "c9"], ["unknown claim 'c9' (expected C1 ... C8 or Coq)"]),
 ])
-def test_typos_and_wrong_files_get_a_line_that_says_what_to_do(argv, words, tmp_path, capsys):
+def test_typos_and_wrong_files_get_a_line_that_says_what_to_do(argv, words, tmp_path):
     onnx = ROOT / "data" / "acasxu" / "ACASXU_run2a_1_1_batch_2000.onnx"
     argv = [{"ABS": str(EXAMPLES / "abs.json"), "ONNX": str(onnx), "OUT": str(tmp_path / "o.json"),
              "CERT": str(tmp_path / "none.cert.json")}.get(a, a) for a in argv]
-    one_line_error(*cli(capsys, *argv), *words)
+    one_line_error(*cli(*argv), *words)
 
 
-def test_prove_takes_a_claim_in_either_case(capsys):
-    code, out, _ = cli(capsys, "prove", "c4", "--workers", "1")
+def test_prove_takes_a_claim_in_either_case():
+    code, out, _ = cli("prove", "c4", "--workers", "1")
     assert code == 0 and "1 of 1 claims proved" in out
 
 

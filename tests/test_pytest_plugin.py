@@ -78,7 +78,7 @@ def test_binding_to_model_folders(pytester):
 
 def test_an_e1_certificate_in_place_of_a_golden_one_fails(pytester):
     """Issue 22, finding 2: bound to NAME.json / NAME.tf.json, an E1 certificate is refused, not passed."""
-    from test_ci_recipe import e1_certificate
+    from support import e1_certificate
     e1_certificate(pytester.path / "abs.cert.json")
     root = GOLDEN.parent.parent
     result = pytester.runpytest_inprocess(*PLUGIN, "--exactform-certs", "--exactform-models", str(root),

@@ -37,7 +37,7 @@ pytest() { python -m pytest -p no:cacheprovider "$@"; }    # the venv's python, 
 def venv(wheel, tmp_path_factory):
     """(environment, outside folder): a fresh venv on PATH, into which the CI workflow's install
     step (``pip install "$EXACTFORM"``, examples/ci/exactform.yml) installed the wheel."""
-    from test_ci_recipe import environment, step
+    from support import environment, workflow_step as step
     tmp = tmp_path_factory.mktemp("readme")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp / "venv")], check=True, timeout=120)
     site = next((tmp / "venv" / "lib").glob("python3*/site-packages"))
@@ -118,7 +118,7 @@ def test_every_option_of_the_commands_table_is_in_its_help(venv):
 
 def test_the_ci_workflow_steps_from_the_wheel(ci_block, venv):
     """The workflow's check and pytest steps, as written, in the folder the README's commands ran in."""
-    from test_ci_recipe import step
+    from support import workflow_step as step
     env, outside = venv
     for name in ("Check each certificate", "Or as pytest items"):
         done = bash(OFFLINE + step(name), env, outside)

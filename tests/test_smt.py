@@ -13,7 +13,7 @@ from exactform.layout import padded_piece
 from exactform.models import load_model
 from exactform.prove.smt import (c1_queries, c2_queries, c3_queries, end_to_end_query, rational,
                                  run_queries, solve, solvers)
-from nets import random_net, relu_net
+from exactform.proofs.nets import random_net, relu_net
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 

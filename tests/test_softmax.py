@@ -7,7 +7,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from nets import random_net
+from exactform.proofs.nets import random_net
 
 from exactform.checker import walk as checker
 from exactform.certificate.write import certify, certify_softmax

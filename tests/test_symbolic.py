@@ -4,7 +4,7 @@ import random
 from fractions import Fraction
 
 import pytest
-from nets import random_net, random_points, relu_net
+from exactform.proofs.nets import random_net, random_points, relu_net
 
 from exactform.construct.maxout_to_transformer import compile_maxout, shift_constants
 from exactform.models import Head

@@ -14,16 +14,8 @@ import pytest
 import exactform
 from exactform.cli import main
 from exactform.numbers import RationalSyntaxError, parse_number
+from support import EXAMPLES, PY, ROOT, cli
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
-PY = sys.executable
-
-
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def shell(*argv, cwd=ROOT, env=None, **kw):
@@ -203,28 +195,28 @@ def test_parse_number_refuses_floats_and_bools():
             parse_number(bad)
 
 
-def test_points_and_options_take_decimals_and_fractions(tmp_path, capsys):
+def test_points_and_options_take_decimals_and_fractions(tmp_path):
     pts = tmp_path / "p.json"
     pts.write_text('[["0.5"], ["2/4"], [1], [-0.25], ["1e-1"]]')          # a JSON number is read from its text
-    code, out, err = cli(capsys, "eval", EXAMPLES / "abs.json", "--points", pts, "--json")
+    code, out, err = cli("eval", EXAMPLES / "abs.json", "--points", pts, "--json")
     assert code == 0, err
     assert json.loads(out)["outputs"] == [["1/2"], ["1/2"], ["1"], ["1/4"], ["1/10"]]
     pts.write_text('[["1/2"], [NaN]]')
-    code, _, err = cli(capsys, "eval", EXAMPLES / "abs.json", "--points", pts)
+    code, _, err = cli("eval", EXAMPLES / "abs.json", "--points", pts)
     assert code == 2 and "[1][0]" in err and err.count("\n") == 1
     for eps in ("0.001", "1e-3", "2/2000"):
-        code, out, err = cli(capsys, "softmax", EXAMPLES / "abs.json", "--eps", eps, "-o", tmp_path / "s.json")
+        code, out, err = cli("softmax", EXAMPLES / "abs.json", "--eps", eps, "-o", tmp_path / "s.json")
         assert code == 0 and "eps = 1/1000" in out, err
-    code, _, err = cli(capsys, "cpwl", "Max(x, 0)", "--domain", "-2/4:0.5", "-o", tmp_path / "n.json")
+    code, _, err = cli("cpwl", "Max(x, 0)", "--domain", "-2/4:0.5", "-o", tmp_path / "n.json")
     assert code == 0, err
     assert json.loads((tmp_path / "n.json").read_text())["domain"]["lower"] == ["-1/2"]
 
 
-def test_model_files_still_need_canonical_rationals(tmp_path, capsys):
+def test_model_files_still_need_canonical_rationals(tmp_path):
     doc = json.loads((EXAMPLES / "abs.json").read_text())
     doc["domain"]["lower"] = ["-2/2"]
     (tmp_path / "n.json").write_text(json.dumps(doc))
-    code, _, err = cli(capsys, "compile", tmp_path / "n.json", "-o", tmp_path / "tf.json")
+    code, _, err = cli("compile", tmp_path / "n.json", "-o", tmp_path / "tf.json")
     assert code == 2 and "domain.lower[0]" in err and "canonical" in err
 
 
@@ -246,8 +238,8 @@ def test_closed_pipe_exits_quietly(tmp_path):
         assert proc.wait(timeout=120) == 141 and err == "", argv
 
 
-def test_unknown_benchmark_exits_2(capsys):
-    code, _, err = cli(capsys, "bench", "nosuch")
+def test_unknown_benchmark_exits_2():
+    code, _, err = cli("bench", "nosuch")
     assert code == 2 and "no benchmark 'nosuch'" in err and "numbers" in err
 
 
@@ -262,8 +254,8 @@ def test_timeout_watchdog_ends_a_native_call():
     assert GRACE <= 1.0
 
 
-def test_prove_timeout_is_the_whole_command(capsys):
-    code, _, err = cli(capsys, "prove", "C1", "--timeout", "0.5", "--workers", "1")
+def test_prove_timeout_is_the_whole_command():
+    code, _, err = cli("prove", "C1", "--timeout", "0.5", "--workers", "1")
     assert code == 3 and "stopped after 0.5 s (--timeout)" in err
     with pytest.raises(SystemExit):
         main(["prove", "--script-timeout", "x"])
@@ -271,8 +263,8 @@ def test_prove_timeout_is_the_whole_command(capsys):
 
 @pytest.mark.parametrize("flag", [["--compare"], ["--margins"], ["--dtype", "float64"], ["--device", "cuda"],
                                   ["--digits", "20"]])
-def test_ignored_flags_exit_2_naming_them(flag, capsys):
-    code, _, err = cli(capsys, "eval", EXAMPLES / "abs.json", "--points", EXAMPLES / "points_1d.json", *flag)
+def test_ignored_flags_exit_2_naming_them(flag):
+    code, _, err = cli("eval", EXAMPLES / "abs.json", "--points", EXAMPLES / "points_1d.json", *flag)
     assert code == 2 and flag[0] in err and "ignored" in err
 
 
@@ -282,26 +274,26 @@ def _fifo(path):
 
 
 @pytest.mark.parametrize("target", ["dev", "dir", "empty", "no-parent", "fifo"])
-def test_outputs_refuse_devices_folders_fifos_and_empty_paths(target, tmp_path, capsys):
+def test_outputs_refuse_devices_folders_fifos_and_empty_paths(target, tmp_path):
     bad = {"dev": "/dev/null", "dir": str(tmp_path), "empty": "", "no-parent": str(tmp_path / "no" / "x.json"),
            "fifo": str(_fifo(tmp_path / "f.json")) if target == "fifo" else ""}[target]
     net, tf = EXAMPLES / "abs.json", tmp_path / "tf.json"
-    assert cli(capsys, "compile", net, "-o", tf)[0] == 0
+    assert cli("compile", net, "-o", tf)[0] == 0
     for argv in (["compile", net, "-o", bad], ["certify", net, tf, "-o", bad], ["export", tf, "-o", bad],
                  ["softmax", net, "--eps", "1/10", "-o", bad], ["regions", net, "--plot", bad],
                  ["prove", "C4", "--junit", bad]):
-        code, out, err = cli(capsys, *argv)
+        code, out, err = cli(*argv)
         assert code == 2 and err.startswith("exactform: error: ") and err.count("\n") == 1, (argv, err)
     assert os.path.exists("/dev/null") and not Path("/dev/null").is_file()
 
 
-def test_smt_out_onto_a_file_is_refused_before_the_certificate(tmp_path, capsys):
+def test_smt_out_onto_a_file_is_refused_before_the_certificate(tmp_path):
     tf = tmp_path / "tf.json"
-    assert cli(capsys, "compile", EXAMPLES / "abs.json", "-o", tf)[0] == 0
+    assert cli("compile", EXAMPLES / "abs.json", "-o", tf)[0] == 0
     (tmp_path / "file").write_text("x")
-    code, _, err = cli(capsys, "certify", EXAMPLES / "abs.json", tf, "-o", tmp_path / "c.json", "--smt-out", tmp_path / "file")
+    code, _, err = cli("certify", EXAMPLES / "abs.json", tf, "-o", tmp_path / "c.json", "--smt-out", tmp_path / "file")
     assert code == 2 and "--smt-out" in err and not (tmp_path / "c.json").exists()
-    code, _, err = cli(capsys, "certify", EXAMPLES / "abs.json", tf, "-o", tmp_path / "c.json", "--smt-out", tmp_path / "c.json")
+    code, _, err = cli("certify", EXAMPLES / "abs.json", tf, "-o", tmp_path / "c.json", "--smt-out", tmp_path / "c.json")
     assert code == 2 and not (tmp_path / "c.json").exists()
 
 
@@ -313,17 +305,17 @@ def test_write_text_never_replaces_a_special_file(tmp_path):
     assert fifo.is_fifo()
 
 
-def test_reading_a_fifo_does_not_hang(tmp_path, capsys):
-    code, _, err = cli(capsys, "eval", _fifo(tmp_path / "m.json"), "--points", EXAMPLES / "points_1d.json")
+def test_reading_a_fifo_does_not_hang(tmp_path):
+    code, _, err = cli("eval", _fifo(tmp_path / "m.json"), "--points", EXAMPLES / "points_1d.json")
     assert code == 2 and "FIFO" in err
 
 
-def test_a_huge_file_is_refused_before_reading(tmp_path, capsys):
+def test_a_huge_file_is_refused_before_reading(tmp_path):
     from exactform.formats import MAX_FILE_BYTES
     big = tmp_path / "big.json"
     with open(big, "wb") as f:
         f.truncate(MAX_FILE_BYTES + 1)                     # sparse: nothing is read
-    code, _, err = cli(capsys, "compile", big, "-o", tmp_path / "tf.json")
+    code, _, err = cli("compile", big, "-o", tmp_path / "tf.json")
     assert code == 2 and "documented limit" in err
 
 
@@ -335,34 +327,34 @@ def _net(width: int, inputs: int, numbers) -> dict:
             "readout": {"weight": [["1"] * width], "bias": ["0"]}}
 
 
-def test_size_bounds_before_work(tmp_path, capsys):
+def test_size_bounds_before_work(tmp_path):
     import itertools
     wide = tmp_path / "wide.json"                       # width 1 + 2 + 3·34,000 > 10^5
     wide.write_text(json.dumps(_net(34_000, 1, itertools.repeat("1"))))
-    code, _, err = cli(capsys, "compile", wide, "-o", tmp_path / "tf.json")
+    code, _, err = cli("compile", wide, "-o", tmp_path / "tf.json")
     assert code == 2 and "width" in err and "documented limit" in err and not (tmp_path / "tf.json").exists()
     dense = _net(301, 10, itertools.repeat("1"))        # one unit of rank 2000: every unit padded to 2000
     dense["layers"][0]["weight"] = [[["1"] * 10] for _ in range(300)] + [[["1"] * 10 for _ in range(2000)]]
     dense["layers"][0]["bias"] = [["0"] for _ in range(300)] + [["0"] * 2000]      # pieces (non-zero each)
     (tmp_path / "dense.json").write_text(json.dumps(dense))
-    code, _, err = cli(capsys, "compile", tmp_path / "dense.json", "-o", tmp_path / "tf.json")
+    code, _, err = cli("compile", tmp_path / "dense.json", "-o", tmp_path / "tf.json")
     assert code == 2 and "non-zero parameters" in err and "documented limit" in err
     primes = (f"1/{p}" for p in itertools.count(10**300 + 1, 2))          # 600 distinct 300-digit denominators
     digits = tmp_path / "digits.json"
     digits.write_text(json.dumps(_net(300, 2, primes)))
-    code, _, err = cli(capsys, "compile", digits, "-o", tmp_path / "tf.json")
+    code, _, err = cli("compile", digits, "-o", tmp_path / "tf.json")
     assert code == 2 and "common denominators" in err
-    code, _, err = cli(capsys, "certify", digits, tmp_path / "tf.json", "-o", tmp_path / "c.json")
+    code, _, err = cli("certify", digits, tmp_path / "tf.json", "-o", tmp_path / "c.json")
     assert code == 2 and not (tmp_path / "c.json").exists()
 
 
-def test_results_beyond_the_int_to_str_limit(tmp_path, capsys):
+def test_results_beyond_the_int_to_str_limit(tmp_path):
     doc = json.loads((EXAMPLES / "abs.json").read_text())
     doc["domain"] = {"lower": ["-" + "9" * 3000], "upper": ["9" * 3000]}
     (tmp_path / "n.json").write_text(json.dumps(doc))
     (tmp_path / "p.json").write_text(json.dumps([["9" * 3000]]))
     sys.set_int_max_str_digits(4300)
-    code, out, err = cli(capsys, "eval", tmp_path / "n.json", "--points", tmp_path / "p.json", "--json")
+    code, out, err = cli("eval", tmp_path / "n.json", "--points", tmp_path / "p.json", "--json")
     assert code == 0 and json.loads(out)["outputs"] == [["9" * 3000]], err
     from exactform.numbers import format_rational
     assert format_rational(Fraction(10 ** 5000 + 1, 3)).startswith("1" + "0" * 10)
@@ -370,12 +362,12 @@ def test_results_beyond_the_int_to_str_limit(tmp_path, capsys):
 
 # --- progress, tallies, certify-all --------------------------------------------------------------
 
-def test_certify_all_streams_a_line_per_network_and_a_tally(tmp_path, capsys):
+def test_certify_all_streams_a_line_per_network_and_a_tally(tmp_path):
     zoo = tmp_path / "zoo"
     zoo.mkdir()
     for name in ("abs", "relu_net"):
         shutil.copy(EXAMPLES / f"{name}.json", zoo / f"{name}.json")
-    code, out, err = cli(capsys, "certify-all", zoo, "--out", tmp_path / "out", "--workers", "1")
+    code, out, err = cli("certify-all", zoo, "--out", tmp_path / "out", "--workers", "1")
     lines = out.splitlines()
     assert code == 0 and "\r" not in out + err
     assert lines[1].startswith("[1/2] abs.json on its own domain: certified and checked")
@@ -383,33 +375,33 @@ def test_certify_all_streams_a_line_per_network_and_a_tally(tmp_path, capsys):
     assert lines[-1].startswith("2 of 2 networks certified and checked")
 
 
-def test_certify_all_prints_the_domain_once(tmp_path, capsys):
+def test_certify_all_prints_the_domain_once(tmp_path):
     pytest.importorskip("onnx")
     acas = ROOT / "data" / "acasxu"
     zoo = tmp_path / "zoo"
     zoo.mkdir()
     for suffix in (".onnx", ".nnet"):
         shutil.copy(acas / f"ACASXU_run2a_1_1_batch_2000{suffix}", zoo)
-    code, out, err = cli(capsys, "certify-all", zoo, "--only", ".nnet", "--domain", "0:1/2", "--out", tmp_path / "out",
+    code, out, err = cli("certify-all", zoo, "--only", ".nnet", "--domain", "0:1/2", "--out", tmp_path / "out",
                          "--workers", "1")
     assert code == 0 and "\nthe domain: 0:1/2\n" in out, out
     assert "on the domain: certified and checked" in out, err
-    code, _, err = cli(capsys, "certify-all", EXAMPLES, "--domain", "0:1", "--out", tmp_path / "o2")
+    code, _, err = cli("certify-all", EXAMPLES, "--domain", "0:1", "--out", tmp_path / "o2")
     assert code == 2 and "--domain" in err and "ignored" in err
 
 
-def test_certify_all_refuses_an_output_file_before_work(tmp_path, capsys):
+def test_certify_all_refuses_an_output_file_before_work(tmp_path):
     (tmp_path / "f").write_text("")
-    code, out, err = cli(capsys, "certify-all", EXAMPLES, "--out", tmp_path / "f")
+    code, out, err = cli("certify-all", EXAMPLES, "--out", tmp_path / "f")
     assert code == 2 and out == "" and "not a folder" in err
 
 
-def test_prove_streams_each_script_as_it_finishes(tmp_path, monkeypatch, capsys):
+def test_prove_streams_each_script_as_it_finishes(tmp_path, monkeypatch):
     from exactform.commands import prove
     monkeypatch.setattr(prove, "PROOFS", tmp_path)
     (tmp_path / "C1.py").write_text("print('step one'); print('C1 PROVED: one')\n")
     (tmp_path / "C2.py").write_text("import sys; print('the reason'); sys.exit(1)\n")
-    code, out, err = cli(capsys, "prove", "C1", "C2", "C3", "--workers", "1")
+    code, out, err = cli("prove", "C1", "C2", "C3", "--workers", "1")
     lines = out.splitlines()
     assert code == 1 and "\r" not in out + err
     assert lines[0].startswith("[1/3] C1: proved") and lines[0].endswith("C1 PROVED: one")
@@ -417,24 +409,24 @@ def test_prove_streams_each_script_as_it_finishes(tmp_path, monkeypatch, capsys)
     assert lines[1].startswith("[2/3] C2: FAILED") and "the reason" in lines[2]
     assert "[3/3] C3: not available" in out
     assert lines[-1] == "1 of 3 claims proved; C2 failed; C3 not available"
-    code, out, _ = cli(capsys, "prove", "C1", "--verbose", "--workers", "1")
+    code, out, _ = cli("prove", "C1", "--verbose", "--workers", "1")
     assert "step one" in out
 
 
-def test_certify_is_concise(tmp_path, capsys):
+def test_certify_is_concise(tmp_path):
     tf = tmp_path / "tf.json"
-    cli(capsys, "compile", EXAMPLES / "abs.json", "-o", tf)
-    _, out, _ = cli(capsys, "certify", EXAMPLES / "abs.json", tf, "-o", tmp_path / "c.json")
+    cli("compile", EXAMPLES / "abs.json", "-o", tf)
+    _, out, _ = cli("certify", EXAMPLES / "abs.json", tf, "-o", tmp_path / "c.json")
     assert out.splitlines()[:4] == ["C1 proved", "C2 proved", "C3 proved", "C4 proved"] and len(out.splitlines()) == 5
 
 
-def test_eval_shortens_long_points_and_prints_enclosures_as_decimals(tmp_path, capsys):
+def test_eval_shortens_long_points_and_prints_enclosures_as_decimals(tmp_path):
     from exactform.commands.eval import shorten
     assert shorten([str(k) for k in range(64)]) == "0 1 2 3 … 62 63 (64 inputs)"
     assert shorten(["1", "2"]) == "1 2"
     soft = tmp_path / "soft.json"
-    assert cli(capsys, "softmax", EXAMPLES / "abs.json", "--eps", "1/100", "-o", soft)[0] == 0
-    code, out, _ = cli(capsys, "eval", soft, "--points", EXAMPLES / "points_1d.json")
+    assert cli("softmax", EXAMPLES / "abs.json", "--eps", "1/100", "-o", soft)[0] == 0
+    code, out, _ = cli("eval", soft, "--points", EXAMPLES / "points_1d.json")
     line = out.splitlines()[2]                             # the point -1/3
     assert code == 0 and line.startswith("-1/3 -> [0.33333") and "/" not in line.split("->")[1]
 
@@ -452,7 +444,7 @@ def test_outward_decimals_contain_the_interval():
 
 # --- plots ----------------------------------------------------------------------------------------
 
-def test_plots(tmp_path, capsys):
+def test_plots(tmp_path):
     pytest.importorskip("matplotlib")
     import matplotlib
     matplotlib.use("Agg")
@@ -482,10 +474,10 @@ def test_plots(tmp_path, capsys):
     assert f"{two.regions} linear regions" in drawn["maxout_2d"]["title"]
 
 
-def test_plot_refused_before_counting_for_3_inputs(tmp_path, capsys):
+def test_plot_refused_before_counting_for_3_inputs(tmp_path):
     from exactform.construct.cpwl import expression_net  # noqa: F401  (a 3-input net from the grammar)
-    assert cli(capsys, "cpwl", "Max(x, y, z)", "--domain", "-1:1", "-o", tmp_path / "n.json")[0] == 0
-    code, out, err = cli(capsys, "regions", tmp_path / "n.json", "--plot", tmp_path / "p.png")
+    assert cli("cpwl", "Max(x, y, z)", "--domain", "-1:1", "-o", tmp_path / "n.json")[0] == 0
+    code, out, err = cli("regions", tmp_path / "n.json", "--plot", tmp_path / "p.png")
     assert code == 2 and "3 inputs" in err and out == ""
 
 
@@ -527,10 +519,10 @@ def test_bench_runs_from_an_installed_wheel_outside_the_repository(installed_whe
     assert done.returncode == 2 and "no benchmark 'nosuch'" in done.stderr and done.stderr.count("\n") == 1
 
 
-def test_cpwl_term_bound_before_work(tmp_path, capsys):
+def test_cpwl_term_bound_before_work(tmp_path):
     from exactform.commands.cpwl import MAX_TERMS
     text = "+".join(f"Abs(x-{k}/600)" for k in range(MAX_TERMS + 1))
-    code, _, err = cli(capsys, "cpwl", text, "--domain", "-1:1", "-o", tmp_path / "n.json")
+    code, _, err = cli("cpwl", text, "--domain", "-1:1", "-o", tmp_path / "n.json")
     assert code == 2 and f"{MAX_TERMS + 1} distinct Max/Min/Abs terms" in err and not (tmp_path / "n.json").exists()
     text = "+".join(f"Abs(x-{k}/600)" for k in range(MAX_TERMS))
-    assert cli(capsys, "cpwl", text, "--domain", "-1:1", "-o", tmp_path / "n.json")[0] == 0
+    assert cli("cpwl", text, "--domain", "-1:1", "-o", tmp_path / "n.json")[0] == 0
