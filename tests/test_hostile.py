@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import io
 import json
 import random
 import re
@@ -28,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exactform.cli import main
+import support
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "examples"
@@ -75,11 +74,10 @@ def no_string_evaluation():
 
 
 def cli(*argv) -> tuple[int, str, str]:
-    """``main`` in process, with string evaluation forbidden; any exception but SystemExit fails."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), no_string_evaluation():
-        code = main([str(a) for a in argv])
-    return code, out.getvalue(), err.getvalue()
+    """``main`` in process (support.cli), with string evaluation forbidden; any exception but SystemExit
+    fails."""
+    with no_string_evaluation():
+        return support.cli(*argv)
 
 
 def assert_rejected_cleanly(code, err, source, output: Path | None = None, path: str | None = None):
@@ -443,7 +441,7 @@ def test_guard_catches_a_string_evaluator():
 # --- resource bounds: --timeout, and --domain with a leading minus ---------------------------------
 
 def test_timeout_stops_with_one_line_and_nothing_written(work):
-    import nets
+    from exactform.proofs import nets
     net = nets.random_net(random.Random(3), [6, 10, 10], 3)      # ~10 s of regions in 6-D
     with tempfile.TemporaryDirectory(dir=work) as d:
         f = Path(d) / "big.json"
@@ -463,7 +461,7 @@ def test_the_cpu_limit_stops_once_and_the_process_lives_on(work):
     (exit 3, one line), the rest must not kill the process while it reports or exits."""
     import subprocess
 
-    import nets
+    from exactform.proofs import nets
     net = Path(work) / "big.json"
     net.write_text(json.dumps(nets.random_net(random.Random(3), [6, 10, 10], 3).to_json()))
     child = (f"import resource, sys, time\nresource.setrlimit(resource.RLIMIT_CPU, (2, 30))\n"

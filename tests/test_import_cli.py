@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from inprocess import exactform as in_process
+from support import cli
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
@@ -20,10 +20,6 @@ from exactform.importers.vnnlib import read_box  # noqa: E402
 from exactform.models import Box, load_model  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-def cli(*args):
-    return in_process(args)
 
 
 def _cancellation_onnx(path):

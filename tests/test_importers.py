@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from inprocess import exactform as in_process
+from support import cli
 
 from exactform.formats import InputError
 from exactform.importers import import_network
@@ -15,10 +15,6 @@ from exactform.importers import import_network
 ACAS = Path(__file__).resolve().parent.parent / "data" / "acasxu"
 ONNX_FILES = sorted(ACAS.glob("*.onnx"))
 UNIT = [(Fraction(-1), Fraction(1))]
-
-
-def cli(*args, cwd=None):
-    return in_process(args, cwd=cwd)
 
 
 def random_points(n, dim, seed=0):
