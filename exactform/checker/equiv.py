@@ -9,7 +9,7 @@ from fractions import Fraction
 from .cost import MAX_WORK, Budget, LeafCost, beyond, bits, digits, named, node_count, weight
 from .forms import Forms, covering, key, negated, outputs, read_model
 from .reader import (FORMAT, ONE, Malformed, Refuted, box, combine, domain, fields, integer, items, load,
-                     rational, row, spent)
+                     rational, row, Tally)
 
 
 def evaluate(F: Forms, f: dict, memo: dict, decide) -> dict:
@@ -110,23 +110,23 @@ def check(cert: dict, name: str, bind_a=None, bind_b=None, limit: int = MAX_WORK
     """The statement of E1 if ``cert`` proves it about its models (equal to those of the files ``bind_a`` and
     ``bind_b`` when given) within the work bound ``limit``; ``Refuted`` if not; ``Malformed`` (a ``ValueError``)
     if malformed or beyond the bound."""
-    spent[:] = [0, 0]
+    tally = Tally()
     fields(cert, name, ("format", "kind", "models", "claims"))
     if cert["format"] != FORMAT or cert["kind"] != "equivalence":
         raise Malformed(f"format, kind: expected {FORMAT!r}, \"equivalence\"")
-    a, b = (read_model(m, f"models.{k}") for k, m in sorted(fields(cert["models"], "models", ("a", "b")).items()))
+    a, b = (read_model(m, f"models.{k}", tally) for k, m in sorted(fields(cert["models"], "models", ("a", "b")).items()))
     claim = fields(items(cert["claims"], "claims", 1)[0], "claims[0]", ("id", "statement", "evidence"))
     ev = fields(claim["evidence"], "claims[0].evidence", ("box", "tolerance", "tree"))
     d = len(a.box)
     if claim["id"] != "E1" or len(b.box) != d or len(a.readout) != len(b.readout):
         raise Malformed("claims[0]: expected claim E1 about two models with the same input and output sizes")
-    cube = box(ev["box"], "evidence.box", d)
+    cube = box(ev["box"], "evidence.box", d, tally)
     eps = None if ev["tolerance"] is None else rational(ev["tolerance"], "evidence.tolerance")
     said = statement(cube, eps)
     if claim["statement"] != said:
         raise Refuted(f"{name}: the statement is not {said!r}")
     for role, path, model in (("a", bind_a, a), ("b", bind_b, b)):
-        if path is not None and read_model(load(path), f"{path}: model") != model:
+        if path is not None and read_model(load(path), f"{path}: model", tally) != model:
             raise Refuted(f"{name}: the certificate's model {role} is not the model in {path}")
         if path is not None and cube != model.box:          # bound: about the files' own domain, not a box of its choice
             raise Refuted(f"{name}: the box {domain(cube)} is not the domain {domain(model.box)} of the model in {path}")

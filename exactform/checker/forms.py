@@ -234,11 +234,12 @@ def _score(query: list, keys: list, fixed_query: bool) -> dict:
     return combine([(g.get(ONE, 0), f) for f, g in zip(query, keys)])
 
 
-def read_model(v, where):
-    """A model of the certificate: a hardmax or softmax Transformer by its format, else a Maxout net."""
+def read_model(v, where, tally=None):
+    """A model of the certificate: a hardmax or softmax Transformer by its format, else a Maxout net (its entries
+    charged to ``tally``, ``reader.Tally``; a new one when None)."""
     if isinstance(v, dict) and v.get("format") == "exactform/transformer@1":
-        return read_transformer(v, where)
-    return read_maxout(v, where)
+        return read_transformer(v, where, tally)
+    return read_maxout(v, where, tally)
 
 
 def covering(g: dict, node: dict, at: str) -> list:

@@ -1,6 +1,7 @@
 """The checker's strict reader (docs/spec.md §4, §6.1) and its exact affine forms, standard library only:
 canonical rationals, no floats, no duplicate keys, regular files; every size bounded before anything is
 materialised (the file's bytes, its parse's memory estimated from its text, lengths, entries in all)."""
+import functools
 import gzip
 import json
 import math
@@ -20,7 +21,6 @@ MAX_STATES = 10 ** 6         # tokens × width: the forms of one state of the wa
 MAX_BITS = 1 << 14           # bits of a derived numerator or denominator (every sum and product of forms)
 ONE = -1                     # key of the constant term of an affine form {variable: coefficient}
 RATIONAL = re.compile(r"(-?)(0|[1-9][0-9]*)(?:/([1-9][0-9]*))?")     # canonical rational (fullmatch)
-spent = [0, 0]               # list entries materialised, most digits of a number read (reset per certificate)
 
 class Malformed(ValueError): """Not a readable certificate or model, or beyond a work limit (exit 2)."""
 class Refuted(Exception): """A claim does not follow from the certificate (exit 1)."""
@@ -79,29 +79,51 @@ def items(v, where, n=None, nonempty=False):
     if not isinstance(v, list) or (n is not None and len(v) != n) or (nonempty and not v):
         _fail(where, f"expected a {'non-empty ' if nonempty else ''}list{'' if n is None else f' of {n} entries'}")
     return v
-def charge(n, where):
-    """Account for ``n`` list entries about to be materialised; refuse beyond MAX_ENTRIES in all."""
-    spent[0] += n
-    if spent[0] > MAX_ENTRIES:
-        _fail(where, f"more than {MAX_ENTRIES} entries in all: beyond the checker's work limit")
-    return n
+class Tally:
+    """The list entries materialised while reading one certificate and the files bound to it, refused beyond
+    MAX_ENTRIES in all (docs/spec.md §6.1): one per check, passed to every reader function that materialises."""
 
-def rational(v, where, i=None, _seen={}) -> Fraction:
-    """A canonical rational string ``-?N(/D)?``: reduced, D > 1, ≤ MAX_DIGITS digits each (``_seen``: those read)."""
-    if type(v) is str and v in _seen:
-        spent[1] = max(spent[1], len(v))
-        return _seen[v]
+    def __init__(self):
+        self.entries = 0
+
+    def charge(self, n: int, where: str) -> int:
+        """Account for ``n`` list entries about to be materialised; refuse beyond MAX_ENTRIES in all."""
+        self.entries += n
+        if self.entries > MAX_ENTRIES:
+            _fail(where, f"more than {MAX_ENTRIES} entries in all: beyond the checker's work limit")
+        return n
+
+def rational(v, where, i=None) -> Fraction:
+    """A canonical rational string ``-?N(/D)?``: reduced, D > 1, ≤ MAX_DIGITS digits each (docs/spec.md §4)."""
+    if type(v) is str:
+        value = _canonical(v)
+        if isinstance(value, Fraction):
+            return value
     at = where if i is None else f"{where}[{i}]"
-    if not isinstance(v, str) or isinstance(v, _Float):
-        _fail(at, f"float literal {v[:40]} (rationals are strings such as \"-7/12\")" if isinstance(v, _Float)
-              else "expected a rational string such as \"-7/12\"")
-    m, spent[1] = RATIONAL.fullmatch(v), max(spent[1], len(v))
-    if not m or len(m[2]) > MAX_DIGITS or len(m[3] or "") > MAX_DIGITS:
+    if isinstance(v, _Float):
+        _fail(at, f"float literal {v[:40]} (rationals are strings such as \"-7/12\")")
+    if not isinstance(v, str):
+        _fail(at, "expected a rational string such as \"-7/12\"")
+    if _canonical(v) is _NOT_RATIONAL:
         _fail(at, f"{v[:40]!r} is not a rational of at most {MAX_DIGITS} digits such as \"-7/12\"")
+    _fail(at, f"{v[:40]!r} is not canonical (reduced, denominator > 1, no '-0')")
+
+
+_NOT_RATIONAL = "not a rational of at most MAX_DIGITS digits"
+_NOT_CANONICAL = "not reduced, or a denominator 1, or -0"
+
+
+@functools.lru_cache(maxsize=10**6)
+def _canonical(text: str):
+    """The rational a canonical string denotes, or why it is not one (``_NOT_RATIONAL``, ``_NOT_CANONICAL``).
+    A pure function, cached: a model repeats few distinct numbers."""
+    m = RATIONAL.fullmatch(text)
+    if not m or len(m[2]) > MAX_DIGITS or len(m[3] or "") > MAX_DIGITS:
+        return _NOT_RATIONAL
     p, d = int(m[2]), int(m[3] or 1)
     if (m[3] and d == 1) or math.gcd(p, d) != 1 or (m[1] and p == 0):
-        _fail(at, f"{v[:40]!r} is not canonical (reduced, denominator > 1, no '-0')")
-    return _seen.setdefault(v, Fraction(-p if m[1] else p, d)) if len(_seen) < 10 ** 6 else Fraction(-p if m[1] else p, d)
+        return _NOT_CANONICAL
+    return Fraction(-p if m[1] else p, d)
 
 def row(v, where, n, entry=rational) -> dict:
     """The non-zero entries {index: entry} of a length-n vector, dense or ``{"length", "index", "value"}``;
@@ -121,22 +143,22 @@ def row(v, where, n, entry=rational) -> dict:
             _fail(f"{where}.value[{k}]", "a listed sparse entry is zero")
         out[i] = q
     return out
-def dense(v, where, n) -> list:
+def dense(v, where, n, tally: Tally) -> list:
     r = row(v, where, n)
-    return [r.get(i, Fraction(0)) for i in range(charge(n, where))]
-def matrix(v, where, rows, cols, nonempty=False) -> list:
+    return [r.get(i, Fraction(0)) for i in range(tally.charge(n, where))]
+def matrix(v, where, rows, cols, tally: Tally, nonempty=False) -> list:
     """``rows`` rows (any number if None) of ``cols`` entries; all-zero rows may be left out of a sparse list."""
     n = rows if rows is not None else len(items(v, where, nonempty=nonempty)) if isinstance(v, list) else \
         integer(fields(v, where, ("length", "index", "value"))["length"], f"{where}.length", int(nonempty))
     r, zero = row(v, where, n, lambda x, at, i: row(x, f"{at}[{i}]", cols)), {}
-    return [r.get(i, zero) for i in range(charge(n, where))]
-def affine_rows(weight, bias, wat, bat, cols) -> list:
+    return [r.get(i, zero) for i in range(tally.charge(n, where))]
+def affine_rows(weight, bias, wat, bat, cols, tally: Tally) -> list:
     """``[(weights, bias)]``: a non-empty list of rows of length ``cols`` and one bias per row."""
-    rows = matrix(weight, wat, None, cols, nonempty=True)
-    return list(zip(rows, dense(bias, bat, len(rows))))
-def box(v, where, n) -> list:
+    rows = matrix(weight, wat, None, cols, tally, nonempty=True)
+    return list(zip(rows, dense(bias, bat, len(rows), tally)))
+def box(v, where, n, tally: Tally) -> list:
     fields(v, where, ("lower", "upper"))
-    out = list(zip(dense(v["lower"], f"{where}.lower", n), dense(v["upper"], f"{where}.upper", n)))
+    out = list(zip(dense(v["lower"], f"{where}.lower", n, tally), dense(v["upper"], f"{where}.upper", n, tally)))
     for i, (lo, hi) in enumerate(out):
         if lo > hi:
             _fail(f"{where}.lower[{i}]", "above the upper bound: the box is empty")
@@ -149,7 +171,9 @@ Maxout = NamedTuple("Maxout", [("box", list), ("layers", list), ("readout", list
 Transformer = NamedTuple("Transformer", [("box", list), ("tokens", int), ("width", int), ("scale", object), ("embed", list),
                                          ("position", list), ("blocks", list), ("token", int), ("readout", list)])
 
-def read_maxout(v, where) -> Maxout:
+def read_maxout(v, where, tally: Tally | None = None) -> Maxout:
+    """A Maxout net (docs/spec.md §4), its entries charged to ``tally`` (a new one when None: a model read alone)."""
+    tally = Tally() if tally is None else tally
     if isinstance(v, dict) and v.get("format") != "exactform/maxout@1":
         _fail(f"{where}.format", f"expected \"exactform/maxout@1\" (a Maxout net), got {str(v.get('format'))[:40]!r}")
     fields(v, where, ("format", "input_dim", "domain", "layers", "readout"), ("provenance",))
@@ -158,14 +182,16 @@ def read_maxout(v, where) -> Maxout:
     for l, layer in enumerate(items(v["layers"], f"{where}.layers", nonempty=True)):
         at = f"{where}.layers[{l}]"
         units = items(fields(layer, at, ("weight", "bias"))["weight"], f"{at}.weight", nonempty=True)
-        layers.append([affine_rows(ws, bs, f"{at}.weight[{i}]", f"{at}.bias[{i}]", n)
+        layers.append([affine_rows(ws, bs, f"{at}.weight[{i}]", f"{at}.bias[{i}]", n, tally)
                        for i, (ws, bs) in enumerate(zip(units, items(layer["bias"], f"{at}.bias", len(units))))])
         n = len(units)
     r = fields(v["readout"], f"{where}.readout", ("weight", "bias"))
-    return Maxout(box(v["domain"], f"{where}.domain", v["input_dim"]), layers,
-                  affine_rows(r["weight"], r["bias"], f"{where}.readout.weight", f"{where}.readout.bias", n))
+    return Maxout(box(v["domain"], f"{where}.domain", v["input_dim"], tally), layers,
+                  affine_rows(r["weight"], r["bias"], f"{where}.readout.weight", f"{where}.readout.bias", n, tally))
 
-def read_transformer(v, where) -> Transformer:
+def read_transformer(v, where, tally: Tally | None = None) -> Transformer:
+    """A Transformer (docs/spec.md §4), its entries charged to ``tally`` (a new one when None: a model read alone)."""
+    tally = Tally() if tally is None else tally
     if isinstance(v, dict) and v.get("format") != "exactform/transformer@1":
         _fail(f"{where}.format", f"expected \"exactform/transformer@1\" (a Transformer), got {str(v.get('format'))[:40]!r}")
     fields(v, where, ("format", "input_dim", "tokens", "width", "attention", "domain", "embed", "blocks",
@@ -173,7 +199,7 @@ def read_transformer(v, where) -> Transformer:
     d, T, w = (integer(v[k], f"{where}.{k}", 1) for k in ("input_dim", "tokens", "width"))
     if T * w > MAX_STATES:
         _fail(f"{where}.tokens", f"tokens × width = {T * w}, beyond the checker's limit {MAX_STATES}")
-    charge(T * w, f"{where}.tokens")
+    tally.charge(T * w, f"{where}.tokens")
     scale = None
     if v["attention"] != "hardmax":
         scale = rational(fields(v["attention"], f"{where}.attention", ("softmax",))["softmax"], f"{where}.attention.softmax")
@@ -185,29 +211,30 @@ def read_transformer(v, where) -> Transformer:
         at = f"{where}.blocks[{b}]"
         if isinstance(block, dict) and block.get("kind") == "feedforward":
             fields(block, at, ("kind", "w1", "b1", "w2", "b2"))
-            w1 = matrix(block["w1"], f"{at}.w1", None, w, nonempty=True)
-            columns = [{} for _ in range(charge(len(w1), at))]
-            for r, entries in enumerate(matrix(block["w2"], f"{at}.w2", w, len(w1))):
+            w1 = matrix(block["w1"], f"{at}.w1", None, w, tally, nonempty=True)
+            columns = [{} for _ in range(tally.charge(len(w1), at))]
+            for r, entries in enumerate(matrix(block["w2"], f"{at}.w2", w, len(w1), tally)):
                 for u, a in entries.items():
                     columns[u][r] = a
-            blocks.append(("feedforward", w1, dense(block["b1"], f"{at}.b1", len(w1)), columns,
-                           dense(block["b2"], f"{at}.b2", w)))
+            blocks.append(("feedforward", w1, dense(block["b1"], f"{at}.b1", len(w1), tally), columns,
+                           dense(block["b2"], f"{at}.b2", w, tally)))
         else:
             heads = items(fields(block, at, ("kind", "heads"))["heads"], f"{at}.heads", nonempty=True)
             if block["kind"] != "attention":
                 _fail(f"{at}.kind", "expected \"feedforward\" or \"attention\"")
-            blocks.append(("attention", [head(h, f"{at}.heads[{i}]", w) for i, h in enumerate(heads)]))
+            blocks.append(("attention", [head(h, f"{at}.heads[{i}]", w, tally) for i, h in enumerate(heads)]))
     r = fields(v["readout"], f"{where}.readout", ("token", "weight", "bias"))
-    return Transformer(box(v["domain"], f"{where}.domain", d), T, w, scale,
-                       matrix(v["embed"]["weight"], f"{where}.embed.weight", w, d),
-                       [dense(p, f"{where}.embed.bias[{t}]", w) for t, p in enumerate(items(v["embed"]["bias"], f"{where}.embed.bias", T))],
+    return Transformer(box(v["domain"], f"{where}.domain", d, tally), T, w, scale,
+                       matrix(v["embed"]["weight"], f"{where}.embed.weight", w, d, tally),
+                       [dense(p, f"{where}.embed.bias[{t}]", w, tally) for t, p in enumerate(items(v["embed"]["bias"], f"{where}.embed.bias", T))],
                        blocks, integer(r["token"], f"{where}.readout.token", 0, T - 1),
-                       affine_rows(r["weight"], r["bias"], f"{where}.readout.weight", f"{where}.readout.bias", w))
-def head(h, at, w) -> tuple:
+                       affine_rows(r["weight"], r["bias"], f"{where}.readout.weight", f"{where}.readout.bias", w, tally))
+def head(h, at, w, tally: Tally) -> tuple:
     """``(query, key, value, output)`` of a head with at least one query row and one value row."""
-    query = matrix(fields(h, at, ("query", "key", "value", "output"))["query"], f"{at}.query", None, w, True)
-    value = matrix(h["value"], f"{at}.value", None, w, True)
-    return query, matrix(h["key"], f"{at}.key", len(query), w), value, matrix(h["output"], f"{at}.output", w, len(value))
+    query = matrix(fields(h, at, ("query", "key", "value", "output"))["query"], f"{at}.query", None, w, tally, True)
+    value = matrix(h["value"], f"{at}.value", None, w, tally, True)
+    return (query, matrix(h["key"], f"{at}.key", len(query), w, tally), value,
+            matrix(h["output"], f"{at}.output", w, len(value), tally))
 
 def combine(terms, constant=0) -> dict:
     """Σ a·form + constant over ``terms = [(a, form)]``, zero coefficients dropped."""

@@ -20,7 +20,7 @@ from .cost import MAX_WORK, ROW, WALK_WORK, Budget, LeafCost, beyond, bits, digi
 from .forms import Forms, covering, outputs, read_model
 from . import vnnlib
 from .relax import LeafRows, gap_signs, infeasible, tightening
-from .reader import FORMAT, ONE, Malformed, Refuted, box, combine, fields, integer, items, load, rational, row, spent
+from .reader import FORMAT, ONE, Malformed, Refuted, box, combine, fields, integer, items, load, rational, row, Tally
 from .reader import read_maxout, read_transformer
 
 KIND, CLAIM = "verification", "V1"
@@ -70,8 +70,10 @@ def loosened(atom: dict, n: int, m: int, eps: Fraction) -> dict:
     return {k: a for k, a in (atom | {n + m: atom.get(n + m, Fraction(0)) + slack}).items() if a}
 
 
-def read_property(v, n: int, m: int) -> list:
-    """``[(box, [atom])]``: each disjunct's input box and atoms, an atom a row over X, Y and 1."""
+def read_property(v, n: int, m: int, tally: Tally | None = None) -> list:
+    """``[(box, [atom])]``: each disjunct's input box and atoms, an atom a row over X, Y and 1 (the boxes' entries
+    charged to ``tally``, a new one when None)."""
+    tally = Tally() if tally is None else tally
     fields(v, "property", ("inputs", "outputs", "disjuncts"))
     if integer(v["inputs"], "property.inputs", 1) != n or integer(v["outputs"], "property.outputs", 1) != m:
         raise Malformed(f"property: {v['inputs']} inputs and {v['outputs']} outputs, the network has {n} and {m}")
@@ -80,11 +82,11 @@ def read_property(v, n: int, m: int) -> list:
         at = f"property.disjuncts[{k}]"
         fields(d, at, ("box", "atoms"))
         atoms = [row(a, f"{at}.atoms[{i}]", n + m + 1) for i, a in enumerate(items(d["atoms"], f"{at}.atoms"))]
-        out.append((box(d["box"], f"{at}.box", n), atoms))
+        out.append((box(d["box"], f"{at}.box", n, tally), atoms))
     return out
 
 
-def _margin(v, model, disjuncts: list, name: str, limit: int = MAX_WORK) -> Fraction:
+def _margin(v, model, disjuncts: list, name: str, tally: Tally, limit: int = MAX_WORK) -> Fraction:
     """ε of the embedded C5 certificate, once the walk (C5) accepts it, its Maxout net is the proof's
     network and every disjunct's box lies in its domain."""
     from .walk import verify
@@ -96,14 +98,14 @@ def _margin(v, model, disjuncts: list, name: str, limit: int = MAX_WORK) -> Frac
     claims = [c for c in (c5.get("claims") if isinstance(c5, dict) else None) or [] if isinstance(c, dict)]
     if result.code != 0 or c5.get("kind") != "softmax" or [c.get("eps") for c in claims] != [v["eps"]]:
         raise Refuted(f"{name}: evidence.margin: not a checked C5 certificate with eps = {v['eps']}: {result.known}")
-    if read_maxout(c5["maxout"], "evidence.margin.softmax.maxout") != model:
+    if read_maxout(c5["maxout"], "evidence.margin.softmax.maxout", tally) != model:
         raise Refuted(f"{name}: evidence.margin: the C5 certificate is about another Maxout net than the proof's")
     if any(not lo <= a <= b <= hi for cube, _ in disjuncts for (a, b), (lo, hi) in zip(cube, model.box)):
         raise Refuted(f"{name}: evidence.margin: a disjunct's box leaves the domain where C5 holds")
     return eps
 
 
-def _bound(ev: dict, model, embedded: tuple, name: str, net_file, property_file) -> str:
+def _bound(ev: dict, model, embedded: tuple, name: str, net_file, property_file, tally: Tally) -> str:
     """Compare the given files with what the certificate embeds, each read by the checker: PROP by ``vnnlib``,
     equal to the embedded property (inputs, outputs, disjuncts in order, boxes, atoms); a JSON NET equal to the
     embedded network (the C5 certificate's Transformer under a margin); an ONNX or .nnet NET, read by
@@ -136,10 +138,10 @@ def _bound(ev: dict, model, embedded: tuple, name: str, net_file, property_file)
     elif net_file is not None:
         doc = load(net_file)
         if "margin" in ev:
-            same = read_transformer(doc, f"{net_file}: model") == \
-                read_transformer(ev["margin"]["softmax"]["transformer"], "evidence.margin.softmax.transformer")
+            same = read_transformer(doc, f"{net_file}: model", tally) == \
+                read_transformer(ev["margin"]["softmax"]["transformer"], "evidence.margin.softmax.transformer", tally)
         else:
-            same = read_model(doc, f"{net_file}: model") == model
+            same = read_model(doc, f"{net_file}: model", tally) == model
         if not same:
             raise Refuted(f"{name}: the embedded network is not the one in {net_file}")
         words.append(f"the embedded network is the one read from {json.dumps(str(net_file))}")
@@ -217,11 +219,11 @@ def work(model, disjuncts: list, trees: list, limit: int | None = None) -> int:
 def check(cert: dict, name: str, net_file=None, property_file=None, limit: int = MAX_WORK) -> str:
     """The statement of V1 if ``cert`` proves it (and, given, the files are those it names) within the work bound
     ``limit``; ``Refuted`` if not; ``Malformed`` (a ``ValueError``) if malformed or beyond the bound."""
-    spent[:] = [0, 0]
+    tally = Tally()
     fields(cert, name, ("format", "kind", "models", "claims"))
     if cert["format"] != FORMAT or cert["kind"] != KIND:
         raise Malformed(f"format, kind: expected {FORMAT!r}, {KIND!r}")
-    model = read_model(fields(cert["models"], "models", ("net",))["net"], "models.net")
+    model = read_model(fields(cert["models"], "models", ("net",))["net"], "models.net", tally)
     claim = fields(items(cert["claims"], "claims", 1)[0], "claims[0]", ("id", "statement", "evidence"))
     ev = fields(claim["evidence"], "claims[0].evidence", ("sources", "property", "trees"), ("margin",))
     if claim["id"] != CLAIM:
@@ -236,15 +238,15 @@ def check(cert: dict, name: str, net_file=None, property_file=None, limit: int =
         if path is not None and sha256_file(path) != sources[key]["sha256"]:
             raise Refuted(f"{name}: the certificate is about another {key} file than {path} (SHA-256 differs)")
     d, m = len(model.box), len(model.readout)
-    disjuncts = stated = read_property(ev["property"], d, m)
+    disjuncts = stated = read_property(ev["property"], d, m, tally)
     eps = None
     if "margin" in ev:                     # the property is about a softmax Transformer with a C5 certificate
-        eps = _margin(ev["margin"], model, disjuncts, name, limit)
+        eps = _margin(ev["margin"], model, disjuncts, name, tally, limit)
         disjuncts = [(cube, [loosened(a, d, m, eps) for a in atoms]) for cube, atoms in disjuncts]
     said = statement(sources, len(disjuncts), eps)
     if claim["statement"] != said:
         raise Refuted(f"{name}: the statement is not {said!r}")
-    bound = _bound(ev, model, (d, m, stated), name, net_file, property_file)
+    bound = _bound(ev, model, (d, m, stated), name, net_file, property_file, tally)
     trees = items(ev["trees"], "evidence.trees", len(disjuncts))
     if error := beyond(work(model, disjuncts, trees, limit), "claims[0].evidence.trees",
                        "node tables, leaves' bounds, back-substitutions and witnesses' rows", limit):

@@ -5,7 +5,7 @@ from itertools import chain
 
 from .cost import WALK_WORK, bits, walk_work
 from .reader import (FORMAT, ONE, Maxout, Refuted, Result, Transformer, _fail, bounded, combine, domain, fields,
-                     integer, interval, items, load, rational, read_maxout, read_transformer, slack, spent, text)
+                     integer, interval, items, load, rational, read_maxout, read_transformer, slack, Tally, text)
 
 CLAIMS = {"equality": ("C1", "C2", "C3", "C4"), "softmax": ("C5",)}
 MAX_LN_DIGITS = 60           # digits of the ln T bound, so its series check stays small
@@ -212,16 +212,17 @@ def statement(claim: str, walk: Walk, net=None, tf=None, eps=None, formula=None)
             f"<= ({text(walk.ln_tokens)}/lambda + 2 D)/alpha (lemma (a) with perturbed score offsets, docs/spec.md §6.5; "
             "alpha the head's score scale, D the spread of its score offset between tokens)")
 
-def derive(doc, at: str = "", smt: bool = False, limit: int = WALK_WORK):
+def derive(doc, at: str = "", smt: bool = False, limit: int = WALK_WORK, tally: Tally | None = None):
     """Every claim of the certificate's kind re-derived from its models and hints (``derived``: {claim:
-    (holds, statement or reason)}), with the kind, models, given claims and walk (None if it stopped)."""
-    spent[:] = [0, 0]
+    (holds, statement or reason)}), with the kind, models, given claims and walk (None if it stopped); the
+    models' entries charged to ``tally`` (a new one when None)."""
+    tally = Tally() if tally is None else tally
     fields(doc, at.rstrip(": ") or "certificate", ("format", "kind", "maxout", "transformer", "claims", "hints"))
     if doc["format"] != FORMAT:
         _fail(f"{at}format", f"expected {FORMAT!r} (certify again to update an older certificate)")
     if not isinstance(doc["kind"], str) or doc["kind"] not in CLAIMS:
         _fail(f"{at}kind", f"expected one of {sorted(CLAIMS)}")
-    kind, net, tf = doc["kind"], read_maxout(doc["maxout"], f"{at}maxout"), read_transformer(doc["transformer"], f"{at}transformer")
+    kind, net, tf = doc["kind"], read_maxout(doc["maxout"], f"{at}maxout", tally), read_transformer(doc["transformer"], f"{at}transformer", tally)
     hints, given = fields(doc["hints"], f"{at}hints", ("phases", "pieces"), ("ln_tokens_upper",) if kind == "softmax" else ()), {}
     for i, c in enumerate(items(doc["claims"], f"{at}claims")):
         fields(c, f"{at}claims[{i}]", ("id", "statement"), ("eps",) if isinstance(c, dict) and c.get("id") == "C5" else ())
@@ -260,8 +261,9 @@ def derive(doc, at: str = "", smt: bool = False, limit: int = WALK_WORK):
 
 def verify(doc, at: str = "", maxout=None, transformer=None, smt: bool = False, limit: int = WALK_WORK) -> Result:
     """Check a parsed certificate (and bind it to the model files given); never raises Refuted."""
-    kind, net, tf, given, derived, walk = derive(doc, at, smt, limit)
-    models = [(p, r, read(load(p), f"{p}: model")) for p, r, read in ((maxout, "maxout", read_maxout),
+    tally = Tally()
+    kind, net, tf, given, derived, walk = derive(doc, at, smt, limit, tally)
+    models = [(p, r, read(load(p), f"{p}: model", tally)) for p, r, read in ((maxout, "maxout", read_maxout),
                                                                          (transformer, "transformer", read_transformer)) if p]
     claims = [(c, False, f"missing: a {kind} certificate must contain {', '.join(CLAIMS[kind])}") if c not in given else
               (c, False, f"the certificate's statement is not the checker's, which is: {w}")

@@ -736,8 +736,6 @@ def check_work(a_json: dict, b_json: dict, tree: dict, box: list) -> int:
     least this; its numbers' lengths are the models', a witness's are short dyadics)."""
     from ..checker.equiv import work
     from ..checker.forms import Forms, outputs, read_model
-    from ..checker.reader import spent
-    spent[:] = [0, 0]
     models = read_model(a_json, "a"), read_model(b_json, "b")
     F = Forms(box)
     for m in models:
