@@ -31,7 +31,7 @@ def test_an_easy_counterexample_on_a_large_box_is_found_first(prune):
     assert (out.a, out.b) == (a, b) and a != b and a[1:] == b[1:]
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", [0, 2, 3])        # (seed 1: ~10 CPU s of tolerance search)
 def test_maxout_units_of_rank_above_two_take_no_witness_lp_in_the_pruned_search(seed, monkeypatch):
     """Rank-3 Maxout nets against quantised copies: the pruned --max-diff and --tolerance answers are
     the unpruned ones, and the pruned search never asks for a Farkas witness (before: one witness LP
