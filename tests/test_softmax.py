@@ -73,7 +73,7 @@ def test_lambda_threshold(relu_net, tmp_path, capsys):
 
 
 def test_bad_eps_is_input_error(tmp_path):
-    for eps in ("0.001x", "1/0", "-1/1000", "0"):        # 0.001 and 1e-3 are read exactly (test_user_path)
+    for eps in ("0.001x", "1/0", "-1/1000", "0"):        # 0.001 and 1e-3 are read exactly (tests/test_cli.py)
         assert main(["softmax", str(EXAMPLES / "relu_net.json"), "--eps", eps, "-o", str(tmp_path / "t.json")]) == 2
 
 

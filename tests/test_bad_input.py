@@ -50,7 +50,7 @@ def _refuse(name, original):
     uses (``dataclasses`` and ``namedtuple`` generate code with ``exec``) go through."""
     def guard(*args, **kwargs):
         caller = sys._getframe(1).f_globals.get("__name__", "")
-        if args and isinstance(args[0], (str, bytes)) and caller.split(".")[0] in ("exactform", "test_hostile"):
+        if args and isinstance(args[0], (str, bytes)) and caller.split(".")[0] in ("exactform", "test_bad_input"):
             raise Forbidden(f"{name} called on a string: {str(args[0])[:60]!r}")
         return original(*args, **kwargs)
     return guard

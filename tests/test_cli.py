@@ -1,5 +1,5 @@
-"""The user's path: the Python API, one number rule, no traceback and no hang, progress
-streamed by the long commands, proof scripts shipped in the package, concise output, plots."""
+"""The commands and the Python API as a user meets them: one number rule, no traceback and no hang,
+progress streamed by the long commands, proof scripts shipped in the package, concise output, plots."""
 import json
 import os
 import shutil

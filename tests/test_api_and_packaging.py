@@ -20,7 +20,7 @@ def one_line_error(code, out, err, *words):
     assert "Traceback" not in err and all(w in err for w in words), err
 
 
-# --- finding 5: a typed public API ---------------------------------------------------------------
+# --- a typed public API --------------------------------------------------------------------------
 
 def test_mypy_strict_accepts_the_api_example_and_refuses_wrong_types(tmp_path):
     """``examples/api.py`` uses the whole API under ``mypy --strict``; wrong uses are errors, so
@@ -100,7 +100,7 @@ def test_save_names_the_path_once(tmp_path):
     assert str(e.value).count("net.json") == 1, str(e.value)
 
 
-# --- finding 2: an output that is an input ---------------------------------------------------------
+# --- an output that is an input --------------------------------------------------------------------
 
 @pytest.mark.parametrize("how", ["same", "dot", "link", "hard"])
 def test_an_output_that_is_an_input_is_refused_before_work(how, tmp_path, monkeypatch):
@@ -135,7 +135,7 @@ def test_two_outputs_of_one_command_are_refused(tmp_path):
     assert not (tmp_path / "s.json").exists()
 
 
-# --- finding 1: optional dependencies named in one line ---------------------------------------------
+# --- optional dependencies named in one line --------------------------------------------------------
 
 BLOCK = """
 import importlib.abc, sys
@@ -166,7 +166,7 @@ def test_a_missing_extra_is_one_line_naming_the_pip_command(module, extra, argv,
     assert not any(tmp_path.iterdir())
 
 
-# --- finding 7: packaging ----------------------------------------------------------------------------
+# --- packaging ---------------------------------------------------------------------------------------
 
 def test_dependencies_are_sized_to_the_job():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -188,7 +188,7 @@ def test_examples_survive_cp_r(tmp_path):
             (ROOT / "exactform/proofs/examples" / f"{name}.json").read_bytes()
 
 
-# --- finding 10: certify-all ----------------------------------------------------------------------------
+# --- certify-all ----------------------------------------------------------------------------------------
 
 def test_certify_all_prefers_one_file_per_stem_and_says_which(tmp_path):
     from exactform.commands.certify_all import networks
@@ -228,7 +228,7 @@ def test_certify_all_lines_are_short_and_a_run_resumes(tmp_path, monkeypatch):
     assert exactform.check(out / "relu_net.cert.json")
 
 
-# --- finding 3: --max-regions bounds the work ---------------------------------------------------------
+# --- --max-regions bounds the work --------------------------------------------------------------------
 
 def test_max_regions_stops_as_cells_are_cut(monkeypatch):
     """One layer of 40 ReLUs in the plane cuts the box into hundreds of cells; with a limit of 10 the
@@ -256,7 +256,7 @@ def test_plot_to_a_file_that_is_not_an_image_is_refused_before_work(tmp_path, mo
     assert not (tmp_path / "f.txt").exists()
 
 
-# --- finding 9: errors and help pages that help ---------------------------------------------------------
+# --- errors and help pages that help --------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, words", [
     (["comile", "net.json"], ["comile: unknown command; did you mean compile?"]),
@@ -297,7 +297,7 @@ def test_help_pages_describe_the_command_list_benchmarks_and_exit_codes(capsys):
             assert all(name in text for name in benchmarks()) and "scale" in benchmarks()
 
 
-# --- finding 11: plots a reader understands --------------------------------------------------------------
+# --- plots a reader understands --------------------------------------------------------------------------
 
 def test_2d_plot_numbers_each_cell_by_its_linear_region_and_names_the_output_drawn(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
