@@ -456,6 +456,7 @@ def test_timeout_stops_with_one_line_and_nothing_written(work):
         assert sorted(p.name for p in Path(d).iterdir()) == ["big.json", "tf.json"]
 
 
+@pytest.mark.slow
 def test_the_cpu_limit_stops_once_and_the_process_lives_on(work):
     """The kernel repeats ``SIGXCPU`` once per CPU second past the soft limit: the first stops the command
     (exit 3, one line), the rest must not kill the process while it reports or exits."""

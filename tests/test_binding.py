@@ -169,6 +169,7 @@ def test_pytest_plugin_binds_v1_certificates(pytester, honest):
 
 # --- the ONNX reader against onnx's own parser and exactform's importer ----------------------------------------
 
+@pytest.mark.slow
 def test_reader_decodes_every_shipped_acasxu_network_as_onnx_does():
     """Every initializer of the 45 ACAS Xu networks, decoded by the checker's wire reader, is exactly onnx's
     (``numpy_helper.to_array``), and every network reads as 6 ReLU layers of 50 units over 5 inputs."""

@@ -327,6 +327,7 @@ def _net(width: int, inputs: int, numbers) -> dict:
             "readout": {"weight": [["1"] * width], "bias": ["0"]}}
 
 
+@pytest.mark.slow
 def test_size_bounds_before_work(tmp_path):
     import itertools
     wide = tmp_path / "wide.json"                       # width 1 + 2 + 3·34,000 > 10^5
@@ -500,6 +501,7 @@ def installed_wheel(wheel, tmp_path_factory):
     return wheel, env, elsewhere
 
 
+@pytest.mark.slow
 def test_bench_runs_from_an_installed_wheel_outside_the_repository(installed_wheel):
     """The suite and the one network it reads ship in the wheel; ``scale`` (45 networks of a
     checkout) says in one line that it is skipped; an unknown name is exit 2."""

@@ -32,6 +32,8 @@ from exactform.proofs import coq_theorems
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "exactform" / "proofs"))
 from _common import nets  # noqa: E402
 
+pytestmark = pytest.mark.slow            # every test here runs coqc
+
 
 @pytest.fixture(scope="module", autouse=True)
 def coqc():

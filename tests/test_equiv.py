@@ -349,6 +349,7 @@ def test_the_pruned_max_diff_is_the_unpruned_one(index):
         assert pruned.maximum == F(1, 2) and abs(pruned.point[0]) == F(1, 2)
 
 
+@pytest.mark.slow
 def test_the_pruned_tolerance_search_agrees_with_the_unpruned_one():
     for a, b in small_pairs():
         top = compare(a.to_json(), b.to_json(), box_of(a), max_diff=True).maximum
@@ -360,6 +361,7 @@ def test_the_pruned_tolerance_search_agrees_with_the_unpruned_one():
                 assert max(abs(p - q) for p, q in zip(pruned.a, pruned.b)) > eps
 
 
+@pytest.mark.slow
 def test_the_pruned_max_diff_of_acas_xu_against_float16():
     acas, rounded = acas_and_float16()
     for side in (F(1, 1024), F(1, 256)):

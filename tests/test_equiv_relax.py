@@ -141,6 +141,7 @@ def _nodes(tree):
         stack += n.get("children", [])
 
 
+@pytest.mark.slow
 def test_workers_give_the_same_tree(monkeypatch):
     """The relaxation's cells expanded breadth first and proved as tasks on 2 processes: the same tree
     as one process, and the checker accepts it."""
@@ -228,6 +229,7 @@ def test_stated_tightenings_hold_at_every_point():
     assert stated, "some back-substitution tightened a bound"
 
 
+@pytest.mark.slow
 def test_tightenings_are_checked(tmp_path):
     """On the φ1 region scaled by 1/10 the leaves state tightened gaps (back-substitution) and check;
     refused: a node that is not a max of two pieces or not a pair's second, a side out of range, an entry
@@ -425,6 +427,7 @@ def test_the_json_says_the_work_bound_that_checks_the_certificate(tmp_path, caps
     assert main(["check", str(cert), "--max-work", str(needed - 1)]) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", ["--timeout", "RLIMIT_CPU"])
 def test_a_stopped_search_says_how_far_it_got(tmp_path, limit):
     """``equiv`` stopped by ``--timeout`` or at a CPU-time limit (``ulimit -t``: SIGXCPU) exits 3 with one

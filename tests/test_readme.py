@@ -18,6 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 
+pytestmark = pytest.mark.slow            # every test here runs the wheel installed in a fresh venv
+
 
 def block(after: str) -> list[str]:
     """The shell commands of the first ``sh`` block after ``after`` (continuations joined)."""
