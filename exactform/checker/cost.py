@@ -6,28 +6,31 @@ One model serves V1 and E1, which share the node table (``forms.Forms``) and the
 (``relax.LeafRows``): building the table is charged layer by layer (block by block) from the sizes of the
 forms built so far (``layer_work``, ``block_work``), each step before it is taken, and ``LeafCost`` bounds a
 leaf's rows, stated back-substitutions and witnesses from the table as built."""
+
 from fractions import Fraction
 
 from .reader import RATIONAL, Malformed
 
-MAX_WORK = 2 * 10 ** 9       # V1, E1: weighted entries, about 9e6 a CPU second (ACAS Xu 1_1 vs float16 on φ1: 1.4e9)
-WALK_WORK = 12 * 10 ** 7     # the walk (C1–C5): the MNIST CNN of docs/performance.md needs 7.8e7 (11 s)
-REFINE = 4                   # refinements of a back-substitution's common denominator (relax.LeafRows.backsubstituted)
-FRACTION = 40                # per entry of a piece built into the node table: Fraction products, its bounds, its key
-ADD = 10                     # per entry of a Fraction sum or copy while building the table (a column's, a state's)
-FORWARD = 10                 # per piece entry and input of a leaf's bounds: the piece's two sides, g's, the rounding
-ROW = 20                     # per entry of a row a leaf's witnesses name, once a leaf: built and made integral
-SUM = 2                      # per entry of a named row, per witness: its integer multiple summed
-BACK = 1                     # per entry of a row a back-substitution adds: integers over a 2^120-fold denominator
-VISIT = 10                   # per node a back-substitution passes: its coefficient read, a row's multiple chosen
+MAX_WORK = 2 * 10**9  # V1, E1: weighted entries, about 9e6 a CPU second (ACAS Xu 1_1 vs float16 on φ1: 1.4e9)
+WALK_WORK = 12 * 10**7  # the walk (C1–C5): the MNIST CNN of docs/performance.md needs 7.8e7 (11 s)
+REFINE = 4  # refinements of a back-substitution's common denominator (relax.LeafRows.backsubstituted)
+FRACTION = 40  # per entry of a piece built into the node table: Fraction products, its bounds, its key
+ADD = 10  # per entry of a Fraction sum or copy while building the table (a column's, a state's)
+FORWARD = 10  # per piece entry and input of a leaf's bounds: the piece's two sides, g's, the rounding
+ROW = 20  # per entry of a row a leaf's witnesses name, once a leaf: built and made integral
+SUM = 2  # per entry of a named row, per witness: its integer multiple summed
+BACK = 1  # per entry of a row a back-substitution adds: integers over a 2^120-fold denominator
+VISIT = 10  # per node a back-substitution passes: its coefficient read, a row's multiple chosen
 
 
 def beyond(total: int, where: str, what: str, limit: int = MAX_WORK) -> Malformed | None:
     """The error for work ``total`` over the run's bound ``limit`` (None within it)."""
     if total <= limit:
         return None
-    return Malformed(f"{where}: checking it would touch about {total:.2e} weighted entries ({what}), beyond the "
-                     f"checker's limit {limit:.3g} (check --max-work N raises it: about 9e6 a CPU second)")
+    return Malformed(
+        f"{where}: checking it would touch about {total:.2e} weighted entries ({what}), beyond the "
+        f"checker's limit {limit:.3g} (check --max-work N raises it: about 9e6 a CPU second)"
+    )
 
 
 def weight(bits: int) -> int:
@@ -44,8 +47,10 @@ def bits(*things) -> int:
         v = stack.pop()
         if isinstance(v, Fraction):
             most = max(most, v.numerator.bit_length(), v.denominator.bit_length())
-        elif isinstance(v, str) and (number := RATIONAL.fullmatch(v)):
-            most = max(most, int(3.33 * max(len(number[2]), len(number[3] or ""))) + 1)
+        elif isinstance(v, str):
+            number = RATIONAL.fullmatch(v)
+            if number:
+                most = max(most, int(3.33 * max(len(number[2]), len(number[3] or ""))) + 1)
         elif isinstance(v, dict):
             stack += v.values()
         elif isinstance(v, (list, tuple)):
@@ -57,23 +62,31 @@ def walk_work(net, tf, bits: int, where: str, limit: int = WALK_WORK) -> int:
     """An upper bound on the form entries the walk reads or writes: each coordinate's form has at most
     ``size`` entries (never more than M's variables + 1), propagated block by block; × T tokens."""
     V = len(net.box) + sum(map(len, net.layers)) + 1
-    work, size = 2 * sum(len(w) + 1 for layer in net.layers for unit in layer for w, _ in unit), [min(V, len(e) + 1) for e in tf.embed]
+    work, size = (
+        2 * sum(len(w) + 1 for layer in net.layers for unit in layer for w, _ in unit),
+        [min(V, len(e) + 1) for e in tf.embed],
+    )
     for block in tf.blocks:
         if block[0] == "feedforward":
             pre = [min(V, 1 + sum(size[c] for c in r)) for r in block[1]]
-            work += tf.tokens * (sum(size[c] for r in block[1] for c in r) + 3 * sum(pre) + len(size)
-                                 + sum(p * len(col) for p, col in zip(pre, block[3])))
+            work += tf.tokens * (
+                sum(size[c] for r in block[1] for c in r)
+                + 3 * sum(pre)
+                + len(size)
+                + sum(p * len(col) for p, col in zip(pre, block[3]))
+            )
             for p, col in zip(pre, block[3]):
                 for r in col:
                     size[r] = min(V, size[r] + p)
         else:
-            work += tf.tokens * len(size)                              # the new state
+            work += tf.tokens * len(size)  # the new state
             for q, k, v, o in block[1]:
                 work += tf.tokens * (sum(size[c] for m in (q, k, v) for r in m for c in r) + V * (len(k) + 3))
                 for r in (r for r, e in enumerate(o) if e):
                     size[r] = min(V, size[r] + 1)
     total = work * weight(bits)
-    if error := beyond(total, where, f"the walk: tokens × blocks × form sizes, numbers of {bits} bits", limit):
+    error = beyond(total, where, f"the walk: tokens × blocks × form sizes, numbers of {bits} bits", limit)
+    if error:
         raise error
     return total
 
@@ -114,7 +127,9 @@ def block_work(block: tuple, X: list) -> int:
     for q, k, v, o in block[1]:
         s = 1 + max(sum(len(x[c]) for r in q + k for c in r) for x in X)
         vs = 1 + max(sum(len(x[c]) for r in v for c in r) for x in X)
-        work += ADD * (T * (s + vs) + T * T * s + len(v) * T * T * (s + vs) * (2 * T + 5) + T * T * sum(map(len, o)) * vs)
+        work += ADD * (
+            T * (s + vs) + T * T * s + len(v) * T * T * (s + vs) * (2 * T + 5) + T * T * sum(map(len, o)) * vs
+        )
     return work
 
 
@@ -126,7 +141,8 @@ class Budget:
         self.limit, self.scale, self.where = limit, scale, where
 
     def __call__(self, entries: int, what: str):
-        if error := beyond(entries * self.scale, self.where, f"building the node table: {what}", self.limit):
+        error = beyond(entries * self.scale, self.where, f"building the node table: {what}", self.limit)
+        if error:
             raise error
 
 
@@ -150,8 +166,8 @@ def named(v) -> list:
 
 class LeafCost:
     """What one leaf over the node table ``F`` costs (``relax.LeafRows`` with ``pairs`` and atom rows of ``atoms``
-    entries each; a plain E1 leaf values the same nodes): ``forward`` its bounds, every node's pieces' entries × (d + 2);
-    ``rows[i]`` the entries of row i; ``below[k]`` the entries a back-substitution may read under node k
+    entries each; a plain E1 leaf values the same nodes): ``forward`` its bounds, every node's pieces' entries
+    × (d + 2); ``rows[i]`` the entries of row i; ``below[k]`` the entries a back-substitution may read under node k
     (per node before it, its visit and largest row, and its pair's row over the variables)."""
 
     def __init__(self, F, pairs=(), atoms=()):
@@ -166,8 +182,8 @@ class LeafCost:
             largest.append(max(rows))
         pair_rows = []
         for a, s, b, t, P, Q in pairs:
-            e = 2 + sum(len(p) + 1 for p in P + Q)           # a row over the variables: z_a, z_b, δ_1 and h
-            entries += e                                     # δ_0, δ_1 and h's functions: their pieces' entries
+            e = 2 + sum(len(p) + 1 for p in P + Q)  # a row over the variables: z_a, z_b, δ_1 and h
+            entries += e  # δ_0, δ_1 and h's functions: their pieces' entries
             largest[b - d] += e
             pair_rows.append(e)
         self.rows += [d + 3] * (2 * len(pairs)) + [r for r in pair_rows for _ in range(2)] + list(atoms)

@@ -87,6 +87,7 @@ class Forms:
         return form
 
     def _max(self, pieces: list) -> dict:
+        """max(pieces) by the identities of the module docstring, else a new or interned max node."""
         distinct = list({key(p): p for p in pieces}.values())
         scale = max((abs(a) for p in distinct for a in p.values()), default=Fraction(1))
         data = tuple(sorted(key({k: a / scale for k, a in p.items()}) for p in distinct))
@@ -168,6 +169,7 @@ def outputs(F: Forms, model) -> list:
 
 
 def _maxout_outputs(F: Forms, model) -> list:
+    """A Maxout net: each unit the max of its pieces over the previous layer's forms (docs/spec.md §6.2)."""
     h = [{i: Fraction(1)} for i in range(F.d)]
     for n, layer in enumerate(model.layers):
         F.charge(layer_work(layer, h), f"layer {n}")
@@ -177,6 +179,7 @@ def _maxout_outputs(F: Forms, model) -> list:
 
 
 def _transformer_outputs(F: Forms, model) -> list:
+    """A hardmax Transformer: the embedding, then each block added to the state (residual), then the read-out."""
     if model.scale is not None:
         raise Unsupported("softmax attention has no exact rational value")
     X = [[combine([(1, e)], p[c]) for c, e in enumerate(model.embed)] for p in model.position]

@@ -7,6 +7,7 @@ decimal is read exactly (``vnnlib.read_decimal``), every composition is exact (`
 result has the shape of ``reader.Maxout``'s layers and read-out (``relu_layer``, ``piece``: shared with
 the ONNX reader), and the clipping box is returned for the caller to require that the property's boxes
 lie inside it, where clipping is the identity."""
+
 import io
 from fractions import Fraction
 from itertools import pairwise
@@ -15,8 +16,10 @@ from . import vnnlib
 from .cost import beyond, weight
 from .reader import MAX_LENGTH, ONE, Malformed, combine
 
-MAX_WEIGHTS = 2 * 10 ** 6       # weights, tensor entries and results built from one network file (ACAS Xu: 13,050)
-IMPORTED_JSON = "bind the certificate to the imported network instead: exactform import NET -o net.json, then --net net.json"
+MAX_WEIGHTS = 2 * 10**6  # weights, tensor entries and results built from one network file (ACAS Xu: 13,050)
+IMPORTED_JSON = (
+    "bind the certificate to the imported network instead: exactform import NET -o net.json, then --net net.json"
+)
 
 
 def piece(form: dict) -> tuple:
@@ -35,7 +38,9 @@ def read_nnet(path) -> tuple:
     text = vnnlib.text(path)
     if text.count(",") > 2 * MAX_WEIGHTS:
         raise Malformed(f"{path}: more than {2 * MAX_WEIGHTS} commas, beyond the checker's limit")
-    lines = ((n, line) for n, line in enumerate(io.StringIO(text), 1) if line.strip() and not line.lstrip().startswith("//"))
+    lines = (
+        (n, line) for n, line in enumerate(io.StringIO(text), 1) if line.strip() and not line.lstrip().startswith("//")
+    )
     bits = [0]
 
     def numbers(count, what: str) -> list:
@@ -59,16 +64,23 @@ def read_nnet(path) -> tuple:
         return out
 
     def count(q: Fraction, what: str) -> int:
+        """A header size: an integer in [1, MAX_LENGTH]."""
         if q.denominator != 1 or not 1 <= q <= MAX_LENGTH:
             raise Malformed(f"{path}: header: {what} must be an integer in [1, {MAX_LENGTH}], got {q}")
         return int(q)
 
-    layers, inputs, outputs = (count(q, w) for q, w in zip(numbers(4, "numLayers, inputSize, outputSize, maxLayerSize"),
-                                                            ("numLayers", "inputSize", "outputSize")))
+    layers, inputs, outputs = (
+        count(q, w)
+        for q, w in zip(
+            numbers(4, "numLayers, inputSize, outputSize, maxLayerSize"), ("numLayers", "inputSize", "outputSize")
+        )
+    )
     sizes = [count(q, "a layer size") for q in numbers(layers + 1, "the layer sizes")]
     if sizes[0] != inputs or sizes[-1] != outputs:
-        raise Malformed(f"{path}: layer sizes: the first and last, {sizes[0]} and {sizes[-1]}, are not inputSize "
-                        f"{inputs} and outputSize {outputs}")
+        raise Malformed(
+            f"{path}: layer sizes: the first and last, {sizes[0]} and {sizes[-1]}, are not inputSize "
+            f"{inputs} and outputSize {outputs}"
+        )
     if layers < 2:
         raise Malformed(f"{path}: header: no hidden (ReLU) layer; {IMPORTED_JSON}")
     if sum(a * b for a, b in pairwise(sizes)) > MAX_WEIGHTS:
@@ -79,18 +91,24 @@ def read_nnet(path) -> tuple:
     if 0 in ranges:
         raise Malformed(f"{path}: ranges[{ranges.index(0)}]: a normalisation range is zero")
     forms = [{i: 1 / ranges[i], ONE: -means[i] / ranges[i]} for i in range(inputs)]
-    read = [([numbers(sizes[l], f"layer {l} weight row {j}") for j in range(sizes[l + 1])],
-             [numbers(1, f"layer {l} bias {j}")[0] for j in range(sizes[l + 1])]) for l in range(layers)]
+    read = [
+        (
+            [numbers(sizes[k], f"layer {k} weight row {j}") for j in range(sizes[k + 1])],
+            [numbers(1, f"layer {k} bias {j}")[0] for j in range(sizes[k + 1])],
+        )
+        for k in range(layers)
+    ]
     extra = next(lines, None)
     if extra is not None:
         raise Malformed(f"{path}: line {extra[0]}: more lines than the header's {layers} layers")
-    if error := beyond(2 * sum(a * b for a, b in pairwise(sizes)) * weight(bits[0]), str(path),
-                       "the weights, the first layer's twice, weighted by their size"):
+    work = 2 * sum(a * b for a, b in pairwise(sizes)) * weight(bits[0])
+    error = beyond(work, str(path), "the weights, the first layer's twice, weighted by their size")
+    if error:
         raise error
     hidden = []
-    for l, (rows, biases) in enumerate(read):
+    for k, (rows, biases) in enumerate(read):
         forms = [combine([(w, f) for w, f in zip(row, forms) if w], b) for row, b in zip(rows, biases)]
-        if l < layers - 1:
+        if k < layers - 1:
             hidden.append(relu_layer(forms))
             forms = [{j: Fraction(1)} for j in range(len(forms))]
     readout = [piece(combine([(ranges[-1], f)], means[-1])) for f in forms]

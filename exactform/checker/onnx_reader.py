@@ -19,6 +19,7 @@ is the batch: 1).  Nodes run in file order, every value as a constant tensor or 
 forms of the current frame (the flattened input, then the units of the last ReLU layer); a node that
 reads a value of an earlier frame (a skip connection) is refused.  The function of the graph's one
 output, flattened row-major, is the read-out."""
+
 import math
 import os
 import struct
@@ -30,13 +31,21 @@ from .cost import beyond, weight
 from .nnet_reader import IMPORTED_JSON, MAX_WEIGHTS, piece, relu_layer
 from .reader import ONE, Malformed, combine
 
-MAX_BYTES = 1 << 24          # an ONNX file: 2·10^6 float32 weights take 8 MB; skipping 16 MiB of fields takes ~3 CPU s
-MAX_FIELDS = 2 * 10 ** 5     # protobuf fields kept while reading one file (ACAS Xu: 253)
-MAX_RANK = 64                # a tensor's dims, a Reshape's shape
+MAX_BYTES = 1 << 24  # an ONNX file: 2·10^6 float32 weights take 8 MB; skipping 16 MiB of fields takes ~3 CPU s
+MAX_FIELDS = 2 * 10**5  # protobuf fields kept while reading one file (ACAS Xu: 253)
+MAX_RANK = 64  # a tensor's dims, a Reshape's shape
 FLOAT, INT64, DOUBLE = 1, 7, 11
-ATTRIBUTES = {"Add": {}, "Sub": {}, "MatMul": {}, "Relu": {}, "Identity": {}, "Flatten": {"axis": 3},
-              "Reshape": {"allowzero": 3}, "Constant": {"value": 5},
-              "Gemm": {"alpha": 2, "beta": 2, "transA": 3, "transB": 3}}
+ATTRIBUTES = {
+    "Add": {},
+    "Sub": {},
+    "MatMul": {},
+    "Relu": {},
+    "Identity": {},
+    "Flatten": {"axis": 3},
+    "Reshape": {"allowzero": 3},
+    "Constant": {"value": 5},
+    "Gemm": {"alpha": 2, "beta": 2, "transA": 3, "transB": 3},
+}
 """The operators read, and the attributes each may carry: the AttributeProto field holding the value
 (2 ``f``, a float; 3 ``i``, an integer; 5 ``t``, a tensor)."""
 ARITY = {"Constant": (0,), "Add": (2,), "Sub": (2,), "MatMul": (2,), "Reshape": (2,), "Gemm": (2, 3)}
@@ -45,6 +54,7 @@ ARITY = {"Constant": (0,), "Add": (2,), "Sub": (2,), "MatMul": (2,), "Reshape": 
 
 class Const(NamedTuple):
     """A constant tensor: its shape and its entries, row-major (``Fraction``, or ``int`` when ``integral``)."""
+
     shape: tuple
     values: list
     integral: bool
@@ -52,6 +62,7 @@ class Const(NamedTuple):
 
 class Var(NamedTuple):
     """An input-dependent tensor: its entries, row-major, as affine forms over frame ``frame``."""
+
     shape: tuple
     forms: list
     frame: int
@@ -68,7 +79,7 @@ class Wire:
 
     def varint(self, data, pos: int, where: str) -> tuple:
         """The varint at ``pos`` and the position after it."""
-        if pos < len(data) and data[pos] < 0x80:         # one byte: most keys and small numbers
+        if pos < len(data) and data[pos] < 0x80:  # one byte: most keys and small numbers
             return data[pos], pos + 1
         value = shift = 0
         while True:
@@ -100,9 +111,11 @@ class Wire:
             else:
                 size, pos = self.varint(data, pos, where) if wire == 2 else (8 if wire == 1 else 4, pos)
                 if size > end - pos:
-                    self.fail(f"{where}.{names.get(number, f'field {number}')}",
-                              f"a length of {size} bytes runs past the end of its message")
-                value, pos = data[pos:pos + size], pos + size
+                    self.fail(
+                        f"{where}.{names.get(number, f'field {number}')}",
+                        f"a length of {size} bytes runs past the end of its message",
+                    )
+                value, pos = data[pos : pos + size], pos + size
             if number in names:
                 self.kept += 1
                 if self.kept > MAX_FIELDS:
@@ -170,9 +183,24 @@ class Wire:
 
     def tensor(self, data, where: str) -> Const:
         """A float, double or int64 tensor, its entries counted before they are decoded."""
-        t = self.message(data, where, {1: "dims", 2: "data_type", 3: "segment", 4: "float_data", 5: "int32_data",
-                                       6: "string_data", 7: "int64_data", 9: "raw_data", 10: "double_data",
-                                       11: "uint64_data", 13: "external_data", 14: "data_location"})
+        t = self.message(
+            data,
+            where,
+            {
+                1: "dims",
+                2: "data_type",
+                3: "segment",
+                4: "float_data",
+                5: "int32_data",
+                6: "string_data",
+                7: "int64_data",
+                9: "raw_data",
+                10: "double_data",
+                11: "uint64_data",
+                13: "external_data",
+                14: "data_location",
+            },
+        )
         dims = self.integers(t, 1, f"{where}.dims")
         dtype = self.one(t, 2, 0, f"{where}.data_type", 0)
         own = {FLOAT: 4, INT64: 7, DOUBLE: 10}.get(dtype)
@@ -196,8 +224,11 @@ class Wire:
         if count * size != len(raw):
             self.fail(where, f"the dims {dims} declare {count} entries, its data holds {len(raw) // size}")
         if dtype == INT64 and count > MAX_RANK:
-            self.fail(where, f"an int64 tensor of {count} entries: the checker reads int64 only as a Reshape's shape, "
-                             f"of at most {MAX_RANK}")
+            self.fail(
+                where,
+                f"an int64 tensor of {count} entries: the checker reads int64 only as a Reshape's shape, "
+                f"of at most {MAX_RANK}",
+            )
         values = struct.unpack(f"<{self.count(count, where)}{({FLOAT: 'f', DOUBLE: 'd', INT64: 'q'})[dtype]}", raw)
         if dtype == INT64:
             return Const(tuple(dims), list(values), True)
@@ -216,6 +247,7 @@ def signed(v: int) -> int:
 
 
 def read_file(path) -> memoryview:
+    """An ONNX regular file of at most MAX_BYTES, as bytes."""
     try:
         if not os.path.isfile(path):
             raise Malformed(f"{path}: {'not a regular file' if os.path.exists(path) else 'No such file or directory'}")
@@ -236,7 +268,9 @@ def read_onnx(path) -> tuple:
     graph = wire.one(model, 7, 2, "model.graph")
     if graph is None:
         wire.fail("model", "no graph")
-    graph = wire.message(graph, "graph", {1: "node", 5: "initializer", 11: "input", 12: "output", 15: "sparse_initializer"})
+    graph = wire.message(
+        graph, "graph", {1: "node", 5: "initializer", 11: "input", 12: "output", 15: "sparse_initializer"}
+    )
     if graph.get(15):
         wire.fail("graph.sparse_initializer", f"sparse tensors are not read; {IMPORTED_JSON}")
     pending = {}
@@ -246,8 +280,10 @@ def read_onnx(path) -> tuple:
             wire.fail(f"graph.initializer[{k}]", f"a second initializer named {name!r}")
         pending[name] = (data, f"initializer {name!r}")
     name, shape = network_input(wire, graph, pending)
-    outputs = [wire.text(wire.message(v, f"graph.output[{k}]", {1: "name"}), 1, f"graph.output[{k}].name")
-               for k, v in enumerate(wire.many(graph, 12, "graph.output"))]
+    outputs = [
+        wire.text(wire.message(v, f"graph.output[{k}]", {1: "name"}), 1, f"graph.output[{k}].name")
+        for k, v in enumerate(wire.many(graph, 12, "graph.output"))
+    ]
     if len(outputs) != 1:
         wire.fail("graph.output", f"{len(outputs)} outputs, expected one")
     net = Graph(path, wire, pending, math.prod(shape))
@@ -256,7 +292,9 @@ def read_onnx(path) -> tuple:
         net.node(data, k)
     out = net.value(outputs[0], "graph.output")
     if not isinstance(out, Var) or out.frame != len(net.layers) or not net.layers:
-        wire.fail("graph.output", f"not a function of the last ReLU layer (a network of at least one Relu); {IMPORTED_JSON}")
+        wire.fail(
+            "graph.output", f"not a function of the last ReLU layer (a network of at least one Relu); {IMPORTED_JSON}"
+        )
     return net.inputs, net.layers, [piece(f) for f in out.forms]
 
 
@@ -272,7 +310,9 @@ def network_input(wire: Wire, graph: dict, constants: dict) -> tuple:
     k, info = inputs[0]
     where = f"graph.input[{k}]"
     kind = wire.message(wire.one(info, 2, 2, f"{where}.type", b""), f"{where}.type", {1: "tensor_type"})
-    tensor = wire.message(wire.one(kind, 1, 2, f"{where}.type.tensor_type", b""), f"{where}.type.tensor_type", {2: "shape"})
+    tensor = wire.message(
+        wire.one(kind, 1, 2, f"{where}.type.tensor_type", b""), f"{where}.type.tensor_type", {2: "shape"}
+    )
     shape = wire.one(tensor, 2, 2, f"{where}.type.tensor_type.shape")
     if shape is None:
         wire.fail(f"{where}.type.tensor_type", "no shape")
@@ -281,8 +321,15 @@ def network_input(wire: Wire, graph: dict, constants: dict) -> tuple:
         wire.fail(f"{where}.shape", f"rank {len(dims)}, expected 1 to {MAX_RANK}")
     shape = []
     for i, d in enumerate(dims):
-        size = signed(wire.one(wire.message(d, f"{where}.shape.dim[{i}]", {1: "dim_value"}), 1, 0,
-                               f"{where}.shape.dim[{i}].dim_value", 0))
+        size = signed(
+            wire.one(
+                wire.message(d, f"{where}.shape.dim[{i}]", {1: "dim_value"}),
+                1,
+                0,
+                f"{where}.shape.dim[{i}].dim_value",
+                0,
+            )
+        )
         if size <= 0 and not (i == 0 and len(dims) > 1):
             wire.fail(f"{where}.shape.dim[{i}]", "no static size")
         shape.append(size if size > 0 else 1)
@@ -300,8 +347,14 @@ class Graph:
         if name in self.pending:
             data, at = self.pending.pop(name)
             const = self.wire.tensor(data, at)
-            self.bits = max([self.bits] + [max(q.numerator.bit_length(), q.denominator.bit_length())
-                                           for q in const.values if not const.integral])
+            self.bits = max(
+                [self.bits]
+                + [
+                    max(q.numerator.bit_length(), q.denominator.bit_length())
+                    for q in const.values
+                    if not const.integral
+                ]
+            )
             self.values[name] = const
         if name not in self.values:
             self.wire.fail(where, f"{name[:80]!r} is not produced before it is read")
@@ -310,7 +363,8 @@ class Graph:
     def charge(self, terms: int):
         """Count the terms an operation is about to write, against the checker's work bound."""
         self.work += terms
-        if error := beyond(self.work * weight(self.bits), f"{self.path}: {self.where}", "the network's affine forms"):
+        error = beyond(self.work * weight(self.bits), f"{self.path}: {self.where}", "the network's affine forms")
+        if error:
             raise error
 
     def node(self, data, k: int):
@@ -320,7 +374,9 @@ class Graph:
         op = wire.text(node, 4, f"{where}.op_type")
         where = f"{where} ({op[:40]})"
         if op not in ATTRIBUTES or wire.text(node, 7, f"{where}.domain") not in ("", "ai.onnx"):
-            wire.fail(where, f"operator {op[:40]!r}: the checker reads {', '.join(sorted(ATTRIBUTES))}; {IMPORTED_JSON}")
+            wire.fail(
+                where, f"operator {op[:40]!r}: the checker reads {', '.join(sorted(ATTRIBUTES))}; {IMPORTED_JSON}"
+            )
         names = [wire.string(v, f"{where}.input") for v in wire.many(node, 1, f"{where}.input")]
         outputs = [wire.string(v, f"{where}.output") for v in wire.many(node, 2, f"{where}.output")]
         if len(names) not in ARITY.get(op, (1,)) or len(outputs) != 1:
@@ -336,7 +392,7 @@ class Graph:
         self.where = where
         try:
             self.values[outputs[0]] = attrs["value"] if op == "Constant" else getattr(self, op.lower())(*args, **attrs)
-        except Malformed as e:                  # reader.combine's cap on derived numbers does not name the file
+        except Malformed as e:  # reader.combine's cap on derived numbers does not name the file
             if str(e).startswith(f"{self.path}: "):
                 raise
             wire.fail(where, str(e))
@@ -350,11 +406,16 @@ class Graph:
             name = wire.text(attr, 1, f"{at}.name")
             field = ATTRIBUTES[op].get(name)
             if field is None or name in out:
-                wire.fail(at, f"attribute {name[:40]!r}: {op} is read with {sorted(ATTRIBUTES[op]) or 'none'}, once each; "
-                          f"{IMPORTED_JSON}")
+                wire.fail(
+                    at,
+                    f"attribute {name[:40]!r}: {op} is read with {sorted(ATTRIBUTES[op]) or 'none'}, once each; "
+                    f"{IMPORTED_JSON}",
+                )
             kind = wire.one(attr, 20, 0, f"{at}.type", None)
             if kind is not None and kind != {2: 1, 3: 2, 5: 4}[field] or field not in attr:
-                wire.fail(at, f"attribute {name!r}: expected a {({2: 'float', 3: 'integer', 5: 'tensor'})[field]} value")
+                wire.fail(
+                    at, f"attribute {name!r}: expected a {({2: 'float', 3: 'integer', 5: 'tensor'})[field]} value"
+                )
             value = wire.one(attr, field, {2: 5, 3: 0, 5: 2}[field], f"{at}.{name}")
             if field == 2:
                 out[name] = wire.exact(struct.unpack("<f", value)[0], f"{at}.f")
@@ -440,30 +501,52 @@ class Graph:
         """``a @ b`` (``a`` input-dependent, of rank ≥ 1; ``b`` a constant matrix), times ``scale``, plus ``bias``
         (one constant per entry of the result)."""
         if not (isinstance(a, Var) and isinstance(b, Const) and len(b.shape) == 2 and a.shape[-1:] == b.shape[:1]):
-            self.fail(f"expected an input-dependent value of shape [..., k] times a constant [k, n], got "
-                      f"{type(a).__name__} {list(a.shape)} and {type(b).__name__} {list(b.shape)}; {IMPORTED_JSON}")
+            self.fail(
+                f"expected an input-dependent value of shape [..., k] times a constant [k, n], got "
+                f"{type(a).__name__} {list(a.shape)} and {type(b).__name__} {list(b.shape)}; {IMPORTED_JSON}"
+            )
         k, n = b.shape
         if k == 0:
             self.fail("an empty product (k = 0)")
         w = self.numeric(b).values
-        rows = [a.forms[r * k:(r + 1) * k] for r in range(len(a.forms) // k)]
+        rows = [a.forms[r * k : (r + 1) * k] for r in range(len(a.forms) // k)]
         self.wire.count(len(rows) * n, self.where)
-        nonzero = [sum(1 for j in range(n) if w[i * n + j]) for i in range(k)]       # per row i of b
+        nonzero = [sum(1 for j in range(n) if w[i * n + j]) for i in range(k)]  # per row i of b
         self.charge(sum(nonzero[i] * len(row[i]) for row in rows for i in range(k)))
         columns = [[(scale * w[i * n + j], i) for i in range(k) if w[i * n + j]] for j in range(n)]
         bias = bias or [0] * (len(rows) * n)
-        return Var(a.shape[:-1] + (n,), [combine([(c, row[i]) for c, i in col], bias[r * n + j])
-                                         for r, row in enumerate(rows) for j, col in enumerate(columns)], a.frame)
+        return Var(
+            a.shape[:-1] + (n,),
+            [
+                combine([(c, row[i]) for c, i in col], bias[r * n + j])
+                for r, row in enumerate(rows)
+                for j, col in enumerate(columns)
+            ],
+            a.frame,
+        )
 
     def gemm(self, a, b, c=None, alpha=Fraction(1), beta=Fraction(1), transA=0, transB=0):
         """alpha · A' B' + beta · C, A' = A or its transpose (transA), B' likewise; C constant, broadcast to A' B'."""
-        if not (isinstance(a, Var) and len(a.shape) == 2 and isinstance(b, Const) and len(b.shape) == 2
-                and not isinstance(c, Var)):
+        if not (
+            isinstance(a, Var)
+            and len(a.shape) == 2
+            and isinstance(b, Const)
+            and len(b.shape) == 2
+            and not isinstance(c, Var)
+        ):
             self.fail(f"expected an input-dependent matrix A, a constant matrix B and a constant C; {IMPORTED_JSON}")
         if transA:
-            a = Var(a.shape[::-1], [a.forms[i * a.shape[1] + m] for m in range(a.shape[1]) for i in range(a.shape[0])], a.frame)
+            a = Var(
+                a.shape[::-1],
+                [a.forms[i * a.shape[1] + m] for m in range(a.shape[1]) for i in range(a.shape[0])],
+                a.frame,
+            )
         if transB:
-            b = Const(b.shape[::-1], [b.values[i * b.shape[1] + m] for m in range(b.shape[1]) for i in range(b.shape[0])], b.integral)
+            b = Const(
+                b.shape[::-1],
+                [b.values[i * b.shape[1] + m] for m in range(b.shape[1]) for i in range(b.shape[0])],
+                b.integral,
+            )
         bias = None
         if c is not None:
             shape, (_, ic) = self.broadcast((a.shape[0], b.shape[-1]), c.shape)

@@ -10,9 +10,9 @@ number); the conjunction of all of them is expanded into disjunctive normal form
 needs both; several bounds intersect), the rest are rows ``Σ a_i X_i + Σ b_j Y_j + c ≥ 0``.
 Work is bounded before it starts: the file's bytes, the numbers' digits and exponents, the
 disjuncts and the atoms of the expansion."""
+
 from __future__ import annotations
 
-import math
 import os
 import re
 from fractions import Fraction
@@ -20,14 +20,14 @@ from typing import NamedTuple
 
 from .reader import MAX_BYTES, MAX_DIGITS, MAX_ENTRIES, Malformed
 
-MAX_DISJUNCTS = 10 ** 4
+MAX_DISJUNCTS = 10**4
 """Disjuncts of the expanded property."""
 MAX_ATOMS = MAX_ENTRIES
 """Atoms of the expanded property, counted once per disjunct they are in."""
 
 VAR = re.compile(r"([XY])_(0|[1-9][0-9]*)\Z")
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
-_DECIMAL = re.compile(r"([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?")     # read_decimal's grammar
+_DECIMAL = re.compile(r"([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?")  # read_decimal's grammar
 
 
 class Unreadable(Malformed):
@@ -40,6 +40,7 @@ class Unreadable(Malformed):
 
 class Atom(NamedTuple):
     """The linear constraint ``Σ x[i]·X_i + Σ y[j]·Y_j + c ≥ 0`` (non-zero coefficients only)."""
+
     x: dict
     y: dict
     c: Fraction
@@ -47,6 +48,7 @@ class Atom(NamedTuple):
 
 class Disjunct(NamedTuple):
     """One way the property can fail: x in ``box`` with every atom of ``atoms`` true."""
+
     box: list
     atoms: list
 
@@ -61,16 +63,21 @@ def rows(prop: Property) -> list:
     """``[(box, [atom as {index: q}])]``, an atom a row over X_0.., Y_0.. (index n + j) and 1 (index n + m):
     the form ``verify_cert.read_property`` reads from a certificate."""
     n, m = prop.inputs, prop.outputs
-    return [(list(d.box), [dict(a.x) | {n + j: q for j, q in a.y.items()} | ({n + m: a.c} if a.c else {})
-                           for a in d.atoms]) for d in prop.disjuncts]
+    return [
+        (list(d.box), [dict(a.x) | {n + j: q for j, q in a.y.items()} | ({n + m: a.c} if a.c else {}) for a in d.atoms])
+        for d in prop.disjuncts
+    ]
 
 
 def text(path) -> str:
     """The file's text: a regular file of at most ``MAX_BYTES`` bytes, UTF-8."""
     try:
         if not os.path.isfile(path):
-            raise Unreadable(path, "", "cannot read: " + ("not a regular file" if os.path.exists(path)
-                                                          else "No such file or directory"))
+            raise Unreadable(
+                path,
+                "",
+                "cannot read: " + ("not a regular file" if os.path.exists(path) else "No such file or directory"),
+            )
         with open(path, "rb") as f:
             data = f.read(MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
@@ -110,7 +117,9 @@ def read_property(path) -> Property:
         sizes[kind] = max(declared[kind]) + 1
         missing = next((i for i in range(sizes[kind]) if i not in declared[kind]), None)
         if missing is not None:
-            raise Unreadable(path, f"{kind}_{missing}", f"{name}s must be {kind}_0 .. {kind}_n-1; this one is not declared")
+            raise Unreadable(
+                path, f"{kind}_{missing}", f"{name}s must be {kind}_0 .. {kind}_n-1; this one is not declared"
+            )
     return Property(sizes["X"], sizes["Y"], [_disjunct(d, sizes["X"], path, k) for k, d in enumerate(dnf)])
 
 
@@ -118,7 +127,7 @@ def _product(parts: list, path, where: str) -> list:
     """Every way of taking one alternative of each part, each the concatenation of their atoms, once
     the number of alternatives and of atoms in all is known to be within the limits."""
     count, atoms = 1, 0
-    for p in parts:                 # atoms: each of p's atoms is in count·(later counts) results
+    for p in parts:  # atoms: each of p's atoms is in count·(later counts) results
         count, atoms = count * len(p), atoms * len(p) + count * sum(map(len, p))
         if count > MAX_DISJUNCTS:
             raise Unreadable(path, where, f"more than {MAX_DISJUNCTS} disjuncts once expanded")
@@ -137,7 +146,7 @@ def _disjunct(atoms: list, n: int, path, k: int) -> Disjunct:
     rest = []
     for atom, where in atoms:
         if len(atom.x) == 1 and not atom.y:
-            (i, a), = atom.x.items()
+            ((i, a),) = atom.x.items()
             table, pick = (lower, max) if a > 0 else (upper, min)
             table[i] = pick(table[i], -atom.c / a) if i in table else -atom.c / a
         else:
@@ -145,8 +154,12 @@ def _disjunct(atoms: list, n: int, path, k: int) -> Disjunct:
     for i in range(n):
         at = f"X_{i}" if k == 0 else f"disjunct {k}: X_{i}"
         if i not in lower or i not in upper:
-            raise Unreadable(path, at, f"needs both a lower and an upper bound (has "
-                             f"{'lower' if i in lower else 'upper' if i in upper else 'neither'})")
+            raise Unreadable(
+                path,
+                at,
+                f"needs both a lower and an upper bound (has "
+                f"{'lower' if i in lower else 'upper' if i in upper else 'neither'})",
+            )
         if lower[i] > upper[i]:
             raise Unreadable(path, at, f"empty: lower bound {lower[i]} exceeds upper bound {upper[i]}")
     return Disjunct([(lower[i], upper[i]) for i in range(n)], rest)
@@ -166,9 +179,16 @@ def _dnf(expr, path, where: str, declared: dict) -> list[list[tuple[Atom, str]]]
     s, t = (_linear(e, path, where, declared) for e in expr[1:])
     if expr[0] == "<=":
         s, t = t, s
-    diff = {k: v for k in s.keys() | t.keys() if (v := s.get(k, 0) - t.get(k, 0))}    # s − t ≥ 0
-    atom = Atom({int(k[2:]): a for k, a in diff.items() if k and k[0] == "X"},
-                {int(k[2:]): a for k, a in diff.items() if k and k[0] == "Y"}, diff.get("", Fraction(0)))
+    diff = {}  # s − t ≥ 0
+    for k in s.keys() | t.keys():
+        v = s.get(k, 0) - t.get(k, 0)
+        if v:
+            diff[k] = v
+    atom = Atom(
+        {int(k[2:]): a for k, a in diff.items() if k and k[0] == "X"},
+        {int(k[2:]): a for k, a in diff.items() if k and k[0] == "Y"},
+        diff.get("", Fraction(0)),
+    )
     return [[(atom, where)]]
 
 
@@ -185,7 +205,9 @@ def _linear(expr, path, where: str, declared: dict) -> dict:
         terms = [_linear(e, path, where, declared) for e in expr[1:]]
         if expr[0] == "/":
             if len(terms) != 2 or not set(terms[1]) <= {""} or not terms[1].get(""):
-                raise Unreadable(path, where, f"not linear: {show(expr)} (a quotient needs a non-zero number as divisor)")
+                raise Unreadable(
+                    path, where, f"not linear: {show(expr)} (a quotient needs a non-zero number as divisor)"
+                )
             return {k: v / terms[1][""] for k, v in terms[0].items()}
         if expr[0] == "*":
             if len(terms) != 2 or not (set(terms[0]) <= {""} or set(terms[1]) <= {""}):
@@ -193,8 +215,11 @@ def _linear(expr, path, where: str, declared: dict) -> dict:
             c, term = (terms[0], terms[1]) if set(terms[0]) <= {""} else (terms[1], terms[0])
             return {k: c.get("", 0) * v for k, v in term.items()}
         if expr[0] == "-":
-            terms = [{k: -v for k, v in terms[0].items()}] if len(terms) == 1 else \
-                [terms[0]] + [{k: -v for k, v in t.items()} for t in terms[1:]]
+            terms = (
+                [{k: -v for k, v in terms[0].items()}]
+                if len(terms) == 1
+                else [terms[0]] + [{k: -v for k, v in t.items()} for t in terms[1:]]
+            )
         out: dict = {}
         for t in terms:
             for k, v in t.items():
@@ -233,7 +258,8 @@ def read_decimal(text: str) -> Fraction | None:
     """The exact value of a decimal such as ``-0.25``, ``.5`` or ``5.4e-02`` (VNN-LIB's numbers, and
     ``numbers.parse_decimal``'s), None if ``text`` is not one; ValueError beyond MAX_DIGITS digits or an
     exponent beyond ±MAX_DIGITS (``1e999999999``), checked before any arithmetic."""
-    if not (m := _DECIMAL.fullmatch(text)):
+    m = _DECIMAL.fullmatch(text)
+    if not m:
         return None
     sign, digits, exponent = m.groups()
     if len(digits) > MAX_DIGITS + 1 or exponent is not None and (len(exponent) > 8 or abs(int(exponent)) > MAX_DIGITS):
@@ -251,8 +277,13 @@ def number(expr, path, where: str) -> Fraction:
     except ValueError as e:
         raise Unreadable(path, where, str(e)) from None
     if q is None:
-        raise Unreadable(path, where, f"{show(value)!r} is not a decimal number" if isinstance(value, str)
-                         else f"expected a decimal number, got {show(expr)}")
+        raise Unreadable(
+            path,
+            where,
+            f"{show(value)!r} is not a decimal number"
+            if isinstance(value, str)
+            else f"expected a decimal number, got {show(expr)}",
+        )
     return -q if negative else q
 
 
