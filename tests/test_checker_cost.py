@@ -8,6 +8,8 @@ import subprocess
 import sys
 from fractions import Fraction
 
+import pytest
+
 from exactform.checker import cost, verify_cert
 from exactform.checker.forms import Forms, outputs, read_model
 from exactform.checker.reader import FORMAT
@@ -179,6 +181,7 @@ def e1(net, m, depth, named, length):
                                      "tree": splits(depth, leaf, e1=True)}}]}
 
 
+@pytest.mark.slow
 def test_e1_witnesses_naming_every_node_row_are_charged(tmp_path):
     """600 outputs, 8 relaxed leaves whose 1 200 witnesses each name every row of the 100 second-layer nodes
     (1 000 entries each): refused before any leaf, each witness charged by the rows it names."""

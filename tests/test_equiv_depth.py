@@ -34,6 +34,7 @@ def top_unit(layers: int, x: list) -> F:
     return units(layers, x)[0]
 
 
+@pytest.mark.slow
 def test_a_300_layer_chain_in_every_mode():
     a, b = chain(300), chain(300, 1 + SHIFT)
     box = [(F(-1), F(1))] * 2
@@ -47,6 +48,7 @@ def test_a_300_layer_chain_in_every_mode():
     assert top.maximum == SHIFT * top_unit(300, top.point) == SHIFT                 # max(a, b) ≤ 1 = the box's corner
 
 
+@pytest.mark.slow
 def test_a_1000_layer_chain_through_the_command(tmp_path, capsys):
     paths = []
     for name, net in (("a", chain(1000)), ("b", chain(1000, 1 + SHIFT))):

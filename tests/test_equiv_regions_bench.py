@@ -179,6 +179,7 @@ def test_the_check_uses_the_work_bound_equiv_reports(tmp_path, monkeypatch):
     assert (row["verdict"], row["checked"]) == ("proved", "yes")
 
 
+@pytest.mark.slow
 def test_a_timeout_row_says_how_far_the_search_got(tmp_path):
     """At the CPU limit (SIGXCPU) equiv stops itself and says how far it got; the row's note carries it."""
     assert er.main(["--networks", "1_1", "--properties", "1", "--epsilons", "1/20", "--timeout", "6",

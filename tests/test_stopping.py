@@ -126,7 +126,7 @@ def _cpu_limit(seconds: int):
     return limit
 
 
-@pytest.mark.parametrize("how", ["SIGXCPU", "--timeout"])
+@pytest.mark.parametrize("how", [pytest.param("SIGXCPU", marks=pytest.mark.slow), "--timeout"])
 def test_a_stopped_verify_exits_3_at_once_with_one_line(how):
     """Stopped by a CPU-time limit or the global ``--timeout`` while its workers compute: exit 3 (no
     answer: never 1, which is ``sat``), one line on stderr, no traceback, nothing on stdout, and no hang
