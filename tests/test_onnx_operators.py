@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from inprocess import exactform as in_process
+from support import cli
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
@@ -230,8 +230,8 @@ def test_float64_export_agrees_to_float64_rounding(tmp_path, name, exporter):
 def test_float64_conv_file_is_self_checked_by_the_reference_evaluator(tmp_path):
     model, shape = build("cnn2d")
     path, _ = export(model.double(), shape, tmp_path / "c.onnx", 17, "torchscript", torch.float64)
-    r = in_process(["import", path, "--domain", "0:1", "-o",
-                        str(tmp_path / "c.json")], capture_output=True, text=True)
+    r = cli("import", path, "--domain", "0:1", "-o",
+            str(tmp_path / "c.json"))
     assert r.returncode == 0, r.stderr
     assert "ONNX reference evaluator (float64)" in r.stdout and "tolerance 1e-09 for this reference): agrees" in r.stdout, r.stdout
 
@@ -309,8 +309,8 @@ def test_clip_attribute_form_and_reduce_max_attribute_axes(tmp_path):
 def test_unsupported_operator_names_node_operator_and_set(tmp_path):
     from onnx import helper
     path = _graph(tmp_path / "s.onnx", [helper.make_node("Sigmoid", ["x"], ["y"], name="act")], {}, [1, 2], [1, 2], 13)
-    r = in_process(["import", path, "--domain", "-1:1", "-o",
-                        str(tmp_path / "o.json")], capture_output=True, text=True)
+    r = cli("import", path, "--domain", "-1:1", "-o",
+            str(tmp_path / "o.json"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "'act'" in r.stderr and "'Sigmoid'" in r.stderr and "MaxPool" in r.stderr
 
@@ -341,8 +341,8 @@ def test_malformed_nodes_are_one_line(tmp_path, node, message):
     inits = {"s": np.array([3], np.int64), "k": np.ones((1, 3, 1), np.float32)}
     path = _graph(tmp_path / "m.onnx", [helper.make_node(op, ins, outs, **attrs)],
                   {k: v for k, v in inits.items() if k in ins}, [1, 2], [1, 2], 13)
-    r = in_process(["import", path, "--domain", "-1:1", "-o",
-                        str(tmp_path / "o.json")], capture_output=True, text=True)
+    r = cli("import", path, "--domain", "-1:1", "-o",
+            str(tmp_path / "o.json"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.stderr
 
 
@@ -445,8 +445,8 @@ def test_batchnorm_rounding_is_stated_with_a_rigorous_bound(tmp_path):
 
     eps = Fraction(float(np.float32(1e-5)))
     path = _batchnorm(tmp_path, [1.0, 0.25], float(eps))             # both channels irrational
-    r = in_process(["import", path, "--domain", "-1:1", "-o",
-                        str(tmp_path / "bn.json"), "--json"], capture_output=True, text=True)
+    r = cli("import", path, "--domain", "-1:1", "-o",
+            str(tmp_path / "bn.json"), "--json")
     summary = json.loads(r.stdout)
     assert r.returncode == 0 and summary["self_check"]["agrees"], r.stderr
     (note,) = summary["rounded"]
@@ -506,8 +506,8 @@ def _bad_graph(path, case):
 ])
 def test_non_finite_numbers_are_one_line_exit_2_naming_the_place(tmp_path, case, where):
     path = _bad_graph(tmp_path / f"{case}.onnx", case)
-    r = in_process(["import", path, "--domain", "-1:1", "-o",
-                        str(tmp_path / "o.json")], capture_output=True, text=True)
+    r = cli("import", path, "--domain", "-1:1", "-o",
+            str(tmp_path / "o.json"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert path in r.stderr and where in r.stderr, r.stderr
     assert not (tmp_path / "o.json").exists()
@@ -524,7 +524,7 @@ def test_non_finite_torch_weight_and_denormal_chain_are_one_line_exit_2(tmp_path
     chain = _graph(tmp_path / "d.onnx", nodes, {"t": [tiny]}, [1, 2], [1, 2], 13)
     for path, where in ((str(tmp_path / "inf.pt"), "initializer '2.bias': a value entry [0] is inf"),
                         (chain, "readout row 0: an exact weight needs more than 4000 digits")):
-        r = in_process(["import", path, "--domain", "-1:1", "-o",
-                            str(tmp_path / "o.json")], capture_output=True, text=True)
+        r = cli("import", path, "--domain", "-1:1", "-o",
+                str(tmp_path / "o.json"))
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert path in r.stderr and where in r.stderr, r.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from inprocess import exactform as in_process
+from support import cli
 
 from exactform.backends.differential import float_error, margin_check
 from exactform.construct.maxout_to_transformer import compile_maxout
@@ -84,7 +84,7 @@ def test_onnx_export_runs_in_onnxruntime(tmp_path):
     net, tf = acas()
     tf_path = tmp_path / "tf.json"
     tf_path.write_text(json.dumps(tf.to_json()))
-    r = in_process(["export", str(tf_path), "-o", str(tmp_path / "tf.onnx")])
+    r = cli("export", tf_path, "-o", tmp_path / "tf.onnx")
     assert r.returncode == 0, r.stderr
     pts = points(200, 5, seed=7)
     x = np.array([[float(v) for v in p] for p in pts], dtype=np.float32)
