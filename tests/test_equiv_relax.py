@@ -76,9 +76,15 @@ def acas(tmp_path) -> tuple[dict, dict, list]:
     return net.to_json(), float16(net).to_json(), box
 
 
-def test_acas_against_float16_on_a_property_region(tmp_path):
-    a, b, box = acas(tmp_path)
-    outcome = compare(a, b, box, F(1, 20))
+@pytest.fixture(scope="module")
+def acas_proved() -> tuple:
+    """``acas`` and the search's outcome at ε = 1/20 (one search, ~1 CPU s, for the tests that read it)."""
+    a, b, box = acas(None)
+    return a, b, box, compare(a, b, box, F(1, 20))
+
+
+def test_acas_against_float16_on_a_property_region(acas_proved):
+    a, b, box, outcome = acas_proved
     assert outcome.equal and outcome.tree is not None
     cert = json.loads(json.dumps(certificate(a, b, box, F(1, 20), outcome.tree)))
     leaves = [n for n in _nodes(cert["claims"][0]["evidence"]["tree"]) if "relaxed" in n]
@@ -165,7 +171,7 @@ def test_workers_give_the_same_tree(monkeypatch):
     assert check_equiv.check(cert, "c").startswith("|A(x) - B(x)|_inf <= 1/20")
 
 
-def test_the_work_bound_is_the_runs(tmp_path, capsys):
+def test_the_work_bound_is_the_runs(acas_proved, tmp_path, capsys):
     """``check --max-work N`` replaces the bound for this run: a certificate over it is refused before
     any arithmetic (exit 2, the message names the option), accepted under a larger one; the prover's
     ``check_work`` is the figure the checker compares."""
@@ -173,8 +179,7 @@ def test_the_work_bound_is_the_runs(tmp_path, capsys):
     from exactform.cli import main
     from exactform.formats import write_json
     from exactform.prove.equiv import check_work
-    a, b, box = acas(tmp_path)
-    outcome = compare(a, b, box, F(1, 20))
+    a, b, box, outcome = acas_proved
     path = tmp_path / "r.cert.json"
     write_json(path, certificate(a, b, box, F(1, 20), outcome.tree))
     needed = check_work(a, b, outcome.tree, box)
