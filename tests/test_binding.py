@@ -15,6 +15,7 @@ import pytest
 from exactform.checker.command import check_file
 from exactform.checker.onnx_reader import read_onnx
 from exactform.checker.reader import Malformed, read_maxout
+from support import cli
 
 pytest_plugins = ["pytester"]
 
@@ -25,10 +26,6 @@ NNET_1_1 = ACAS / "ACASXU_run2a_1_1_batch_2000.nnet"
 PROPS = ROOT / "exactform" / "benchmarks" / "data" / "acasxu_vnnlib"
 DECLARE = "".join(f"(declare-const X_{i} Real)\n" for i in range(5)) + "".join(f"(declare-const Y_{j} Real)\n" for j in range(5))
 Y0_LEAST = "".join(f"(assert (<= Y_0 Y_{j}))\n" for j in range(1, 5))     # property 3's violation: COC is least
-
-
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "exactform", *map(str, args)], capture_output=True, text=True)
 
 
 def vnnlib(path: Path, box) -> Path:
