@@ -45,14 +45,21 @@ def write(path, doc):
     return path
 
 
+WORK = "12e7"
+"""The work bound these attacks run under (``--max-work``, about 13 CPU s): the default, 2·10⁹, admits
+honest checks of minutes, and a hostile file may use all of it; what is tested here is that the estimate
+covers the real work, so that a file beyond the bound is refused before it."""
+
+
 def check(*args, cpu=CPU, memory=MEMORY, cwd=None):
-    """``exactform check ARGS`` in a child under RLIMIT_CPU and RLIMIT_AS: (exit code, stderr, CPU seconds)."""
+    """``exactform check ARGS --max-work WORK`` in a child under RLIMIT_CPU and RLIMIT_AS: (exit code,
+    stderr, CPU seconds)."""
     def limit():
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run([sys.executable, "-m", "exactform", "check", *map(str, args)], capture_output=True,
-                          text=True, preexec_fn=limit, timeout=20 * cpu, cwd=cwd)
+    done = subprocess.run([sys.executable, "-m", "exactform", "check", *map(str, args), "--max-work", WORK],
+                          capture_output=True, text=True, preexec_fn=limit, timeout=20 * cpu, cwd=cwd)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return done.returncode, done.stderr, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
