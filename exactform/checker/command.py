@@ -27,6 +27,8 @@ def check_file(path, smt: bool = False, max_work: int | None = None, **bound) ->
     try:
         doc, bound = load(path), {k: v for k, v in bound.items() if v is not None}
         kind = doc.get("kind") if isinstance(doc, dict) else None
+        if not isinstance(kind, str):  # the kind's own reader names what is wrong with it
+            kind = None
         if isinstance(doc, dict) and str(doc.get("format")).startswith(("exactform/maxout@", "exactform/transformer@")):
             raise Malformed(f"{path}: a model ({doc['format']}), not a certificate: exactform certify NET TF -o CERT")
         roles = BINDING.get(kind, ())
