@@ -303,7 +303,6 @@ def test_smt_query_count_is_bounded_in_time(tmp_path):
 
 # --- 3. E1: the work bound counts weights, not the forms the models build ------------------------------
 
-@pytest.mark.slow
 def test_e1_hardmax_heads_are_charged_their_fallback(tmp_path):
     """A 3.9 KB E1 certificate: A is a hardmax Transformer of T = 200 tokens whose one head has constant
     scores j and values x + (j² mod 7), not proportional, so Forms.hardmax looks for a top token by
@@ -319,7 +318,6 @@ def test_e1_hardmax_heads_are_charged_their_fallback(tmp_path):
     bounded(write(tmp_path / "e1t.cert.json", e1(a, identity_net())))
 
 
-@pytest.mark.slow
 def test_e1_forms_are_charged_their_size_not_their_weights(tmp_path):
     """A 104 KB E1 certificate: A is a width-1 hardmax Transformer of 4 feed-forward blocks of 1000 ReLUs
     max(c − u/1000, 0), each added back into the one coordinate c.  Block k's pre-activations each have
@@ -346,7 +344,6 @@ def test_e1_derived_numbers_are_bounded(tmp_path):
     bounded(write(tmp_path / "e1big.cert.json", e1(a, identity_net())))
 
 
-@pytest.mark.slow
 def test_e1_witnesses_are_charged_constraints_times_inputs(tmp_path):
     """A 1.3 MB E1 certificate (A = B = 0 on [0, 1]^300): a chain of 400 splits on ±(Σx − 150), each node
     deciding a max node by a valid witness that multiplies every split constraint above it (their sum is
