@@ -425,6 +425,7 @@ def test_checker_reader_bounds_the_expansion_before_building_it(tmp_path):
         checker_read(write(tmp_path, "q.vnnlib", deep))
 
 
+@pytest.mark.slow
 def test_timeout_holds_with_workers():
     """``verify --timeout S --workers 2`` answers timeout within S plus start-up, however many cells
     wait for the workers: each task gets what is left of S, not S afresh when it starts (ACAS Xu 1_3,
@@ -442,6 +443,7 @@ def test_timeout_holds_with_workers():
     assert time.monotonic() - start < 10 + 30
 
 
+@pytest.mark.slow
 def test_acas_leaves_state_back_substitutions(tmp_path):
     """ACAS Xu 4_1 property 4: the leaf states back-substitutions (spec §8, ``tighten``) and checks;
     refused: a node that is not a max of two pieces, a pair's side where a V1 net has no pairs,
