@@ -7,6 +7,7 @@ its pieces, the chord of a two-piece max, and for each *pair* of nodes (a max of
 built at the same position in model B) affine functions of x below and above their difference
 (ReluDiff's differential bounds, so that a network and its quantised copy cancel); then the atoms.
 ``infeasible(rows, w)``: Farkas' lemma with the bound rows left implicit."""
+
 from __future__ import annotations
 
 import math
@@ -16,7 +17,7 @@ from fractions import Fraction
 from .cost import REFINE
 from .reader import MAX_BITS, ONE, Malformed, combine, integer, items
 
-BITS = 40                   # significant bits of the dyadic numbers the bound propagation rounds to
+BITS = 40  # significant bits of the dyadic numbers the bound propagation rounds to
 
 
 def outward(q: Fraction, up: bool) -> Fraction:
@@ -34,7 +35,7 @@ def _linear(terms: list, d: int) -> tuple:
     """Σ a·f over ``terms = [(a, f)]`` for affine functions f = (denominator, [d + 1 numerators]) of x
     (the last numerator the constant), summed over one common denominator."""
     dens = [a.denominator * f[0] for a, f in terms]
-    D = max(dens, default=1) if all(n & (n - 1) == 0 for n in dens) else math.lcm(*set(dens))     # dyadic: the largest
+    D = max(dens, default=1) if all(n & (n - 1) == 0 for n in dens) else math.lcm(*set(dens))  # dyadic: the largest
     ms = [a.numerator * (D // n) for (a, _), n in zip(terms, dens)]
     nums = [sum(map(operator.mul, ms, column)) for column in zip(*(f[1] for _, f in terms))] if terms else [0] * (d + 1)
     g = math.gcd(D, *nums)
@@ -62,9 +63,16 @@ def _dyadic(f: tuple, cube: list, up: bool) -> tuple:
     d = len(cube)
     exact = [Fraction(v, den) for v in nums[:d]]
     coefficients = [outward(q, up) for q in exact]
-    residue = sum((r := q - c) * cube[i][(r > 0) == up] for i, (q, c) in enumerate(zip(exact, coefficients)) if q != c)
-    return _linear([(c, (1, [0] * i + [1] + [0] * (d - i))) for i, c in enumerate(coefficients) if c] +
-                   [(outward(Fraction(nums[d], den) + residue, up), (1, [0] * d + [1]))], d)
+    residue = 0
+    for i, (q, c) in enumerate(zip(exact, coefficients)):
+        if q != c:
+            r = q - c
+            residue += r * cube[i][(r > 0) == up]
+    return _linear(
+        [(c, (1, [0] * i + [1] + [0] * (d - i))) for i, c in enumerate(coefficients) if c]
+        + [(outward(Fraction(nums[d], den) + residue, up), (1, [0] * d + [1]))],
+        d,
+    )
 
 
 def _constant(q: Fraction, d: int) -> tuple:
@@ -96,7 +104,8 @@ def through(form: dict, known: dict) -> tuple[dict, list]:
         if a in rest:
             c = rest.pop(a) / s
             terms.append((j, c))
-            if r := c * t + rest[b]:
+            r = c * t + rest[b]
+            if r:
                 rest[b] = r
             else:
                 del rest[b]
@@ -107,17 +116,23 @@ def _prepared(form: dict, known: dict | None = None) -> tuple:
     """A form ready for ``_side``: ``([(variable, a, a > 0)], constant, [(pair, c, c > 0)])``, read through
     the pairs ``known`` when given."""
     rest, terms = through(form, known) if known else (form, [])
-    return ([(k, a, a > 0) for k, a in rest.items() if k != ONE], rest.get(ONE, Fraction(0)),
-            [(j, c, c > 0) for j, c in terms])
+    return (
+        [(k, a, a > 0) for k, a in rest.items() if k != ONE],
+        rest.get(ONE, Fraction(0)),
+        [(j, c, c > 0) for j, c in terms],
+    )
 
 
 def _side(form: tuple, fns: list, d: int, up: bool, dfns: dict | None = None) -> tuple:
     """An affine function of x below (above, ``up``) the ``_prepared`` form on the box, from the
     variables' functions (and its pairs' differences', ``dfns[j]``)."""
     terms, const, pairs = form
-    return _linear([(a, fns[k][positive == up]) for k, a, positive in terms] +
-                   [(c, dfns[j][positive == up]) for j, c, positive in pairs] +
-                   ([(const, (1, [0] * d + [1]))] if const else []), d)
+    return _linear(
+        [(a, fns[k][positive == up]) for k, a, positive in terms]
+        + [(c, dfns[j][positive == up]) for j, c, positive in pairs]
+        + ([(const, (1, [0] * d + [1]))] if const else []),
+        d,
+    )
 
 
 def _hinge(h: tuple, hl: Fraction, hu: Fraction, d: int) -> tuple:
@@ -128,8 +143,10 @@ def _hinge(h: tuple, hl: Fraction, hu: Fraction, d: int) -> tuple:
     if hu <= 0:
         return h[0], (1, [0] * (d + 1))
     s, r = outward(hu / (hu - hl), True), outward(-hl / (hu - hl), True)
-    return (_linear([(r, h[0]), (-r * hu, (1, [0] * d + [1]))], d),
-            _linear([(s, h[1]), (-s * hl, (1, [0] * d + [1]))], d))
+    return (
+        _linear([(r, h[0]), (-r * hu, (1, [0] * d + [1]))], d),
+        _linear([(s, h[1]), (-s * hl, (1, [0] * d + [1]))], d),
+    )
 
 
 def relaxation_plan(F, pairs: list) -> list:
@@ -139,19 +156,28 @@ def relaxation_plan(F, pairs: list) -> list:
     earlier pairs, ``order[m][i]``: the index in P (Q) of node a's (b's) i-th piece, and ``raw``: the δ_i as
     forms over the variables."""
     cache = F.__dict__.setdefault("relaxation_plans", {})
-    if (name := tuple((p[0], p[2]) for p in pairs)) in cache:
+    name = tuple((p[0], p[2]) for p in pairs)
+    if name in cache:
         return cache[name]
     known, of_b, plan = {}, {p[2]: n for n, p in enumerate(pairs)}, []
     for k, (kind, data) in enumerate(F.nodes):
         pieces = [dict(p if kind == "max" else p[1]) for p in data]
         g = _prepared(combine([(1, pieces[0]), (-1, pieces[1])])) if kind == "max" and len(pieces) == 2 else None
         paired = None
-        if (z := F.d + k) in of_b:
-            a, s, b, t, P, Q = pairs[n := of_b[z]]
+        z = F.d + k
+        if z in of_b:
+            n = of_b[z]
+            a, s, b, t, P, Q = pairs[n]
             delta = [combine([(1, p), (-1, q)]) for p, q in zip(P, Q)]
             order = [[_index(F.nodes[v - F.d][1][i], r, R) for i in range(2)] for v, r, R in ((a, s, P), (b, t, Q))]
-            paired = (n, a, [_prepared(f, known) for f in delta],
-                      _prepared(combine([(1, delta[0]), (-1, delta[1])]), known), order, delta)
+            paired = (
+                n,
+                a,
+                [_prepared(f, known) for f in delta],
+                _prepared(combine([(1, delta[0]), (-1, delta[1])]), known),
+                order,
+                delta,
+            )
             known[z] = (n, a, s, t)
         plan.append(([_prepared(p) for p in pieces], g, paired))
     cache[name] = plan
@@ -205,14 +231,16 @@ def node_bounds(F, cube: list, pairs: list = (), tighten=None) -> tuple[list, di
         below, above = sides[j][0], None
         if g is not None:
             gside = (_side(g, fns, d, False), _side(g, fns, d, True))
-            gl, gu = (outward(max(_extreme(gside[0], box, False), ivs[0][0] - ivs[1][1]), False),
-                      outward(min(_extreme(gside[1], box, True), ivs[0][1] - ivs[1][0]), True))
+            gl, gu = (
+                outward(max(_extreme(gside[0], box, False), ivs[0][0] - ivs[1][1]), False),
+                outward(min(_extreme(gside[1], box, True), ivs[0][1] - ivs[1][0]), True),
+            )
             if tighten is not None:
                 gl, gu = tighten(k, gl, gu, state)
             gaps[k] = (gl, gu)
             if gl >= 0 or gu <= 0:
                 below, above = sides[0 if gl >= 0 else 1]
-            else:                           # z = b + max(h, 0), b the piece of narrower range, h = ±g
+            else:  # z = b + max(h, 0), b the piece of narrower range, h = ±g
                 b = 0 if ivs[0][1] - ivs[0][0] <= ivs[1][1] - ivs[1][0] else 1
                 hl, hu, h = (-gu, -gl, (-1, gside[0])) if b == 0 else (gl, gu, (1, gside[1]))
                 s = min(outward(hu / (hu - hl), True), Fraction(1))
@@ -227,8 +255,10 @@ def node_bounds(F, cube: list, pairs: list = (), tighten=None) -> tuple[list, di
         fns.append((_dyadic(below, cube, False), _constant(hi, d) if above is None else _dyadic(above, cube, True)))
         if paired is not None:
             n, a, delta, h, order, _ = paired
-            fixed = [o[0 if gl >= 0 else 1] if gl >= 0 or gu <= 0 else None
-                     for o, (gl, gu) in zip(order, (gaps[a - d], gaps[k]))]
+            fixed = [
+                o[0 if gl >= 0 else 1] if gl >= 0 or gu <= 0 else None
+                for o, (gl, gu) in zip(order, (gaps[a - d], gaps[k]))
+            ]
             if fixed[0] is not None and fixed[0] == fixed[1]:
                 hinges[n] = (fixed[0],)
                 fn = tuple(_side(delta[fixed[0]], fns, d, up, dfns) for up in (False, True))
@@ -240,8 +270,10 @@ def node_bounds(F, cube: list, pairs: list = (), tighten=None) -> tuple[list, di
                 hinges[n] = (hl, hu)
                 low, high = _hinge(hf, hl, hu, d)
                 base = [_side(delta[1], fns, d, up, dfns) for up in (False, True)]
-                fn = (_linear([(Fraction(1), base[0]), (Fraction(1), low)], d),
-                      _linear([(Fraction(1), base[1]), (Fraction(1), high)], d))
+                fn = (
+                    _linear([(Fraction(1), base[0]), (Fraction(1), low)], d),
+                    _linear([(Fraction(1), base[1]), (Fraction(1), high)], d),
+                )
             dfns[n] = (_dyadic(fn[0], cube, False), _dyadic(fn[1], cube, True))
     return bounds, gaps, dfns, hinges
 
@@ -251,7 +283,8 @@ def cell_box(cube: list, cons: list) -> list:
     containing the cell."""
     cube = list(cube)
     for g, _ in cons:
-        if len(xs := [k for k in g if k != ONE]) == 1:
+        xs = [k for k in g if k != ONE]
+        if len(xs) == 1:
             i, a = xs[0], g[xs[0]]
             at = -g.get(ONE, Fraction(0)) / a
             lo, hi = cube[i]
@@ -266,11 +299,14 @@ def tightening(node: dict, at: str, F, related: list) -> dict:
     second = {p[2]: n for n, p in enumerate(related)}
     out: dict = {}
     for n, e in enumerate(items(node.get("tighten", []), f"{at}.tighten")):
-        z, side = items(e, where := f"{at}.tighten[{n}]", 2)
+        where = f"{at}.tighten[{n}]"
+        z, side = items(e, where, 2)
         z, side = integer(z, f"{where}[0]", F.d, F.d + len(F.nodes) - 1), integer(side, f"{where}[1]", 0, 3)
         kind, data = F.nodes[z - F.d]
         if side < 2 and (kind != "max" or len(data) != 2) or side >= 2 and z not in second:
-            raise Malformed(f"{where}[0]: variable {z} is not {'a max of two pieces' if side < 2 else 'the second node of a pair'}")
+            raise Malformed(
+                f"{where}[0]: variable {z} is not {'a max of two pieces' if side < 2 else 'the second node of a pair'}"
+            )
         out.setdefault(z - F.d if side < 2 else ("h", second[z]), []).append(side % 2)
     return out
 
@@ -288,7 +324,7 @@ def gap_signs(F, rows: list) -> dict:
     if not rows:
         return {}
     normals = F.__dict__.get("gap_normals")
-    if normals is None:                     # once per table: each gap's key
+    if normals is None:  # once per table: each gap's key
         normals = F.gap_normals = {}
         for k, (kind, data) in enumerate(F.nodes):
             g = combine([(1, dict(data[0])), (-1, dict(data[1]))]) if kind == "max" and len(data) == 2 else {}
@@ -312,16 +348,18 @@ def layout(F, pairs: int, atoms: int) -> tuple[list, list]:
     for k, (kind, data) in enumerate(F.nodes):
         starts.append(len(slots))
         slots += [(k, j) for j in range(2 + (len(data) + (len(data) == 2) if kind == "max" else 0))]
-    return slots + [(-2, j) for j in range(2 * pairs)] + [(-3, j) for j in range(2 * pairs)] + \
-        [(-1, j) for j in range(atoms)], starts
+    return slots + [(-2, j) for j in range(2 * pairs)] + [(-3, j) for j in range(2 * pairs)] + [
+        (-1, j) for j in range(atoms)
+    ], starts
 
 
 class LeafRows:
     """The rows ``(g, "ge")`` of a leaf, in the order of docs/spec.md §8, each built when first read: the
     box (x_i − l_i, u_i − x_i), then per node z_k: z_k − L_k, U_k − z_k, and for a max node z_k − p for
     each piece p and, with two pieces p, q (g = p − q in [gl, gu]), p − z_k if gl ≥ 0, else q − z_k if
-    gu ≤ 0, else the chord q + λ (g − gl) − z_k, λ = gu / (gu − gl) rounded up to ``BITS`` bits; then per pair (a, s, b, t) of two-piece
-    nodes, ``Δ − lo(x)`` and ``hi(x) − Δ`` for Δ = s·z_a − t·z_b; then per pair the same over the variables:
+    gu ≤ 0, else the chord q + λ (g − gl) − z_k, λ = gu / (gu − gl) rounded up to ``BITS`` bits; then per pair
+    (a, s, b, t) of two-piece nodes, ``Δ − lo(x)`` and ``hi(x) − Δ`` for Δ = s·z_a − t·z_b; then per pair the
+    same over the variables:
     ``Δ − δ_1 − c(h)`` and ``δ_1 + C(h) − Δ``, c and C the chords below min(h, 0) and above max(h, 0) on
     [hl, hu] (``hinges``), slopes rounded up (δ_j both ways for a pair fixed to piece j); then the atoms.
 
@@ -330,12 +368,18 @@ class LeafRows:
     ``signs``: ``{k: [side]}`` (``gap_signs``): node k's gap met with 0 below (side 0: g ≥ 0 on the leaf) or
     above (side 1), where the rows of the leaf's affine splits (among ``atoms``) say so."""
 
-    def __init__(self, F, cube: list, atoms: list, pairs: list = (), tight: dict | None = None, signs: dict | None = None):
-        cube = [(outward(lo, False), outward(hi, True)) for lo, hi in cube]      # a dyadic box around the leaf's
+    def __init__(
+        self, F, cube: list, atoms: list, pairs: list = (), tight: dict | None = None, signs: dict | None = None
+    ):
+        cube = [(outward(lo, False), outward(hi, True)) for lo, hi in cube]  # a dyadic box around the leaf's
         self.F, self.cube, self.atoms, self.pairs, self.tight = F, cube, atoms, pairs, tight or {}
         self.signs = signs or {}
         self.slots, self.starts = layout(F, len(pairs), len(atoms))
-        self.chords_at, self.second, self.lows = len(self.slots) - len(atoms) - 2 * len(pairs), {p[2]: n for n, p in enumerate(pairs)}, {}
+        self.chords_at, self.second, self.lows = (
+            len(self.slots) - len(atoms) - 2 * len(pairs),
+            {p[2]: n for n, p in enumerate(pairs)},
+            {},
+        )
         self.built, self.integers, self.plan = {}, {}, relaxation_plan(F, pairs)
         self.shared = F.__dict__.setdefault("relaxation_rows", {}).setdefault(tuple((p[0], p[2]) for p in pairs), {})
         tighten = self._tightened if self.tight or self.signs else None
@@ -361,7 +405,12 @@ class LeafRows:
         enters as μ·R, μ = ⌊|c| / |R_v|⌋ ≥ 0 (exact; c's residue stays at v's bounds), D refined ``REFINE``
         times at most when a row's denominator comes within 2^BITS of it."""
         D, form = _integral(f)
-        T, D, integers, refined = [0] * (self.F.d + len(self.F.nodes) + 1), D << 3 * BITS, self.integers, 0  # ONE = −1: last
+        T, D, integers, refined = (
+            [0] * (self.F.d + len(self.F.nodes) + 1),
+            D << 3 * BITS,
+            self.integers,
+            0,
+        )  # ONE = −1: last
         for k, c in form.items():
             T[k] = sign * c << 3 * BITS
 
@@ -371,14 +420,23 @@ class LeafRows:
             if (D >> BITS) < den and refined < REFINE and den.bit_length() + 2 * BITS <= MAX_BITS:
                 s, refined = den.bit_length() + 2 * BITS - D.bit_length(), refined + 1
                 D, T = D << s, [c << s for c in T]
-            if (r := R.get(v)) and (r > 0) != (T[v] > 0) and (mu := abs(T[v]) // abs(r)):
+            r = R.get(v)
+            if not r or (r > 0) == (T[v] > 0):
+                return
+            mu = abs(T[v]) // abs(r)
+            if mu:
                 for k, c in R.items():
                     T[k] += mu * c
+
         for v in range(max(form, default=ONE), self.F.d - 1, -1):
-            if (n := self.second.get(v)) is not None and T[a := self.pairs[n][0]]:      # Δ's rows: +s·z_a, −s·z_a
-                cancel(a, self.chords_at + 2 * n + ((T[a] > 0) == (self.pairs[n][1] > 0)))
-            if T[v] and (k := v - self.F.d) in self.gaps:
-                if k not in self.lows:          # z − p or z − q, once per node: its gap is final
+            n = self.second.get(v)
+            if n is not None:  # Δ's rows: +s·z_a, −s·z_a
+                a = self.pairs[n][0]
+                if T[a]:
+                    cancel(a, self.chords_at + 2 * n + ((T[a] > 0) == (self.pairs[n][1] > 0)))
+            k = v - self.F.d
+            if T[v] and k in self.gaps:
+                if k not in self.lows:  # z − p or z − q, once per node: its gap is final
                     gl, gu = self.gaps[k]
                     self.lows[k] = self.starts[k] + 2 + (gl < 0 and (gu <= 0 or gu < -gl))
                 cancel(v, self.starts[k] + 4 if T[v] > 0 else self.lows[k])
@@ -413,7 +471,7 @@ class LeafRows:
     def integral(self, i: int) -> tuple[int, dict]:
         """Row i as ``(D, {variable: integer})`` (``farkas_sum``), built once."""
         if i not in self.integers:
-            k, j = self.slots[i]            # a row z − p is the same on every box: built once per table
+            k, j = self.slots[i]  # a row z − p is the same on every box: built once per table
             store = self.shared if k is not None and k >= 0 and 2 <= j < 2 + len(self.F.nodes[k][1]) else {}
             self.integers[i] = store[i] if i in store else store.setdefault(i, _integral(self[i][0]))
         return self.integers[i]
@@ -425,20 +483,21 @@ class LeafRows:
             return {x: Fraction(1), ONE: -lo} if j % 2 == 0 else {x: Fraction(-1), ONE: hi}
         if k == -1:
             return self.atoms[j]
-        if k == -3:                     # Δ − (δ_1 + min(h, 0)'s chord) and (δ_1 + max(h, 0)'s chord) − Δ
+        if k == -3:  # Δ − (δ_1 + min(h, 0)'s chord) and (δ_1 + max(h, 0)'s chord) − Δ
             a, s, b, t = self.pairs[j // 2][:4]
             d0, d1 = self.deltas(j // 2)
             state, h = self.hinges[j // 2], self.hinge(j // 2)
             lower, sign = j % 2 == 0, 1 if j % 2 == 0 else -1
             if len(state) == 1:
                 f = (d0, d1)[state[0]]
-            elif (hl := state[0]) >= 0 or (hu := state[1]) <= 0:      # h's sign fixed: δ_1 + min(h, 0) or + max(h, 0)
-                f = d1 if (hl >= 0) == lower else d0
+            elif state[0] >= 0 or state[1] <= 0:  # h's sign fixed: δ_1 + min(h, 0) or + max(h, 0)
+                f = d1 if (state[0] >= 0) == lower else d0
             else:
+                hl, hu = state[0], state[1]
                 r = outward((-hl if lower else hu) / (hu - hl), True)
                 f = combine([(1, d1), (r, h)], -r * (hu if lower else hl))
             return combine([(sign, {a: s, b: -t}), (-sign, f)])
-        if k == -2:                     # every pair has its functions (node_bounds), in the pairs' order
+        if k == -2:  # every pair has its functions (node_bounds), in the pairs' order
             a, s, b, t = self.pairs[j // 2][:4]
             den, nums = self.diffs[j // 2][j % 2]
             fn = {i: Fraction(v, den) for i, v in enumerate(nums[:-1]) if v} | {ONE: Fraction(nums[-1], den)}
@@ -454,7 +513,7 @@ class LeafRows:
         p, q = pieces
         g = self.gap(k)
         gl, gu = self.gaps[k]
-        slope = outward(gu / (gu - gl), True) if gl < 0 < gu else None      # dyadic, rounded up: still above max(p, q)
+        slope = outward(gu / (gu - gl), True) if gl < 0 < gu else None  # dyadic, rounded up: still above max(p, q)
         top = p if gl >= 0 else q if gu <= 0 else combine([(1, q), (slope, g)], -slope * gl)
         return combine([(1, top), (-1, {z: Fraction(1)})])
 
@@ -466,9 +525,15 @@ def farkas_sum(rows, w: dict) -> tuple[int, list]:
     parts = [(q, rows.integral(i)) for i, q in w.items()]
     D = 1
     for q, (den, _) in parts:
-        if D % (n := q.denominator * den) and (D := math.lcm(D, n)).bit_length() > MAX_BITS:
-            raise Malformed(f"a witness: a derived denominator exceeds {MAX_BITS} bits, beyond the checker's work limit")
-    total = [0] * (rows.F.d + len(rows.F.nodes) + 1)          # ONE = −1: the constant is the last entry
+        n = q.denominator * den
+        if D % n == 0:
+            continue
+        D = math.lcm(D, n)
+        if D.bit_length() > MAX_BITS:
+            raise Malformed(
+                f"a witness: a derived denominator exceeds {MAX_BITS} bits, beyond the checker's work limit"
+            )
+    total = [0] * (rows.F.d + len(rows.F.nodes) + 1)  # ONE = −1: the constant is the last entry
     for q, (den, nums) in parts:
         m = q.numerator * (D // (q.denominator * den))
         for k, v in nums.items():

@@ -10,6 +10,7 @@ child adding its side of the row; on every leaf the checker writes the leaf's ro
 pieces it dominates, and the chord of a two-piece max over its interval, a node whose gap an affine
 row signs being one piece), and the witness shows, by Farkas' lemma, that no point of the lifted
 space meets all rows together with the disjunct's atoms and the affine rows."""
+
 from __future__ import annotations
 
 import hashlib
@@ -24,7 +25,7 @@ from .reader import FORMAT, ONE, Malformed, Refuted, box, combine, fields, integ
 from .reader import read_maxout, read_transformer
 
 KIND, CLAIM = "verification", "V1"
-MAX_TREE = 10 ** 6          # tree nodes over all disjuncts: bounds the work on a hostile certificate
+MAX_TREE = 10**6  # tree nodes over all disjuncts: bounds the work on a hostile certificate
 IMPORTED = (".nnet", ".onnx", ".pt", ".pth", ".pt2")
 """Network files the prover imports (``importers.SUFFIXES``): ONNX and .nnet the checker reads itself
 (``onnx_reader``, ``nnet_reader``), the others it refuses to bind (exit 2)."""
@@ -34,8 +35,9 @@ def atom_form(atom: dict, xs: int, ys: list) -> dict:
     """An atom ``{k: a}`` over X_0..X_{n-1} (k < n), Y_0.. (n ≤ k < n + m) and the constant (k = n + m)
     as an affine form over the node table's variables (Y_j replaced by the network's output j)."""
     n, m = xs, len(ys)
-    return combine([(a, {k: Fraction(1)} if k < n else ys[k - n] if k < n + m else {ONE: Fraction(1)})
-                    for k, a in atom.items()])
+    return combine(
+        [(a, {k: Fraction(1)} if k < n else ys[k - n] if k < n + m else {ONE: Fraction(1)}) for k, a in atom.items()]
+    )
 
 
 def sha256_file(path) -> str:
@@ -50,16 +52,23 @@ def statement(sources: dict, disjuncts: int, eps: Fraction | None = None) -> str
     """The claim, about what the certificate embeds.  Its recorded sources are named by the first 16 hex digits
     of their SHA-256 (``Malformed`` unless 64 lowercase hex digits), never by their recorded file names: those
     are data, which ``exactform check`` prints apart, quoted."""
+
     def digest(key):
         sha = sources[key]["sha256"]
         if not (isinstance(sha, str) and len(sha) == 64 and set(sha) <= set("0123456789abcdef")):
             raise Malformed(f"evidence.sources.{key}.sha256: expected 64 lowercase hex digits")
         return f"recorded source SHA-256 {sha[:16]}"
+
     net = "network" if eps is None else "softmax Transformer"
-    margin = "" if eps is None else (f" (its C5 bound |Tf - M| <= {eps} and M proved with every output constraint "
-                                     f"tightened by eps)")
-    return (f"no input x satisfies the VNN-LIB property embedded in the certificate ({disjuncts} disjuncts; "
-            f"{digest('property')}) for the {net} embedded in it ({digest('net')}){margin}: the property holds (unsat)")
+    margin = (
+        ""
+        if eps is None
+        else (f" (its C5 bound |Tf - M| <= {eps} and M proved with every output constraint tightened by eps)")
+    )
+    return (
+        f"no input x satisfies the VNN-LIB property embedded in the certificate ({disjuncts} disjuncts; "
+        f"{digest('property')}) for the {net} embedded in it ({digest('net')}){margin}: the property holds (unsat)"
+    )
 
 
 def loosened(atom: dict, n: int, m: int, eps: Fraction) -> dict:
@@ -90,10 +99,11 @@ def _margin(v, model, disjuncts: list, name: str, tally: Tally, limit: int = MAX
     """ε of the embedded C5 certificate, once the walk (C5) accepts it, its Maxout net is the proof's
     network and every disjunct's box lies in its domain."""
     from .walk import verify
+
     fields(v, "evidence.margin", ("eps", "softmax"))
     eps = rational(v["eps"], "evidence.margin.eps")
     c5 = v["softmax"]
-    walk_limit = WALK_WORK if limit == MAX_WORK else limit          # the walk's own default, unless the run set one
+    walk_limit = WALK_WORK if limit == MAX_WORK else limit  # the walk's own default, unless the run set one
     result = verify(c5, "evidence.margin.softmax: ", limit=walk_limit)
     claims = [c for c in (c5.get("claims") if isinstance(c5, dict) else None) or [] if isinstance(c, dict)]
     if result.code != 0 or c5.get("kind") != "softmax" or [c.get("eps") for c in claims] != [v["eps"]]:
@@ -113,6 +123,7 @@ def _bound(ev: dict, model, embedded: tuple, name: str, net_file, property_file,
     only where every disjunct's box lies in its clipping box, where clipping is the identity); any other NET
     (.pt, .pth, .pt2) is refused (``Malformed``).  What was compared, in words ('' when nothing is bound)."""
     from .nnet_reader import IMPORTED_JSON
+
     words = []
     if property_file is not None:
         prop = vnnlib.read_property(property_file)
@@ -123,23 +134,33 @@ def _bound(ev: dict, model, embedded: tuple, name: str, net_file, property_file,
     if suffix in (".onnx", ".nnet"):
         from .nnet_reader import read_nnet
         from .onnx_reader import read_onnx
+
         network = read_onnx(net_file) if suffix == ".onnx" else read_nnet(net_file)
-        if suffix == ".nnet" and any(not lo <= a <= b <= hi for cube, _ in embedded[2]
-                                     for (a, b), (lo, hi) in zip(cube, network[3])):
-            raise Malformed(f"{net_file}: a disjunct's box leaves the .nnet input clipping box, which the checker "
-                            f"does not read; {IMPORTED_JSON}")
-        if "margin" in ev or not hasattr(model, "layers") or \
-                network[:3] != (len(model.box), model.layers, model.readout):
+        if suffix == ".nnet" and any(
+            not lo <= a <= b <= hi for cube, _ in embedded[2] for (a, b), (lo, hi) in zip(cube, network[3])
+        ):
+            raise Malformed(
+                f"{net_file}: a disjunct's box leaves the .nnet input clipping box, which the checker "
+                f"does not read; {IMPORTED_JSON}"
+            )
+        if (
+            "margin" in ev
+            or not hasattr(model, "layers")
+            or network[:3] != (len(model.box), model.layers, model.readout)
+        ):
             raise Refuted(f"{name}: the embedded network is not the one in {net_file}")
-        words.append(f"the embedded network is the one read from {json.dumps(str(net_file))} ({len(model.layers)} "
-                     f"ReLU layers, compared exactly)")
+        words.append(
+            f"the embedded network is the one read from {json.dumps(str(net_file))} ({len(model.layers)} "
+            f"ReLU layers, compared exactly)"
+        )
     elif suffix in IMPORTED:
         raise Malformed(f"{net_file}: the checker reads ONNX and .nnet networks, not {suffix}; {IMPORTED_JSON}")
     elif net_file is not None:
         doc = load(net_file)
         if "margin" in ev:
-            same = read_transformer(doc, f"{net_file}: model", tally) == \
-                read_transformer(ev["margin"]["softmax"]["transformer"], "evidence.margin.softmax.transformer", tally)
+            same = read_transformer(doc, f"{net_file}: model", tally) == read_transformer(
+                ev["margin"]["softmax"]["transformer"], "evidence.margin.softmax.transformer", tally
+            )
         else:
             same = read_model(doc, f"{net_file}: model", tally) == model
         if not same:
@@ -167,8 +188,10 @@ def _count(trees: list) -> list:
                 items(node["children"], f"{at}.children", 2)
             if isinstance(node, dict) and "children" in node:
                 own = len(_scalars([v for k, v in node.items() if k != "children"]))
-                stack += [(c, f"{at}.children[{j}]", (inherited[0] + 1, inherited[1] + own))
-                          for j, c in enumerate(items(node["children"], f"{at}.children", nonempty=True))]
+                stack += [
+                    (c, f"{at}.children[{j}]", (inherited[0] + 1, inherited[1] + own))
+                    for j, c in enumerate(items(node["children"], f"{at}.children", nonempty=True))
+                ]
                 continue
             tight = fields(node, at, ("witness",), ("tighten",)).get("tighten", [])
             tight = [e[0] for e in tight if isinstance(e, list) and e] if isinstance(tight, list) else []
@@ -208,11 +231,17 @@ def work(model, disjuncts: list, trees: list, limit: int | None = None) -> int:
             raise beyond(total, "claims[0].evidence.property", "the node tables and the atoms' forms", limit)
         cost = LeafCost(F, (), [len(atom_form(a, d, ys)) + 1 for a in atoms])
         largest = max(cost.rows)
-        total += scale * sum(cost.leaf(tight, [witness]) + ROW * (splits * largest + numbers)
-                             for tight, witness, (splits, numbers), _ in tree)
+        total += scale * sum(
+            cost.leaf(tight, [witness]) + ROW * (splits * largest + numbers)
+            for tight, witness, (splits, numbers), _ in tree
+        )
         if limit is not None and total > limit:
-            raise beyond(total, "claims[0].evidence.trees",
-                         "node tables, leaves' bounds, back-substitutions and witnesses' rows", limit)
+            raise beyond(
+                total,
+                "claims[0].evidence.trees",
+                "node tables, leaves' bounds, back-substitutions and witnesses' rows",
+                limit,
+            )
     return total
 
 
@@ -231,16 +260,22 @@ def check(cert: dict, name: str, net_file=None, property_file=None, limit: int =
     sources = fields(ev["sources"], "evidence.sources", ("net", "property"))
     for key in ("net", "property"):
         s = fields(sources[key], f"evidence.sources.{key}", ("file", "sha256"))
-        if not (isinstance(s["file"], str) and len(s["file"]) <= 255 and isinstance(s["sha256"], str)
-                and len(s["sha256"]) == 64):
-            raise Malformed(f"evidence.sources.{key}: expected a file name (at most 255 characters) and a SHA-256 digest")
+        if not (
+            isinstance(s["file"], str)
+            and len(s["file"]) <= 255
+            and isinstance(s["sha256"], str)
+            and len(s["sha256"]) == 64
+        ):
+            raise Malformed(
+                f"evidence.sources.{key}: expected a file name (at most 255 characters) and a SHA-256 digest"
+            )
     for key, path in (("net", net_file), ("property", property_file)):
         if path is not None and sha256_file(path) != sources[key]["sha256"]:
             raise Refuted(f"{name}: the certificate is about another {key} file than {path} (SHA-256 differs)")
     d, m = len(model.box), len(model.readout)
     disjuncts = stated = read_property(ev["property"], d, m, tally)
     eps = None
-    if "margin" in ev:                     # the property is about a softmax Transformer with a C5 certificate
+    if "margin" in ev:  # the property is about a softmax Transformer with a C5 certificate
         eps = _margin(ev["margin"], model, disjuncts, name, tally, limit)
         disjuncts = [(cube, [loosened(a, d, m, eps) for a in atoms]) for cube, atoms in disjuncts]
     said = statement(sources, len(disjuncts), eps)
@@ -248,17 +283,22 @@ def check(cert: dict, name: str, net_file=None, property_file=None, limit: int =
         raise Refuted(f"{name}: the statement is not {said!r}")
     bound = _bound(ev, model, (d, m, stated), name, net_file, property_file, tally)
     trees = items(ev["trees"], "evidence.trees", len(disjuncts))
-    if error := beyond(work(model, disjuncts, trees, limit), "claims[0].evidence.trees",
-                       "node tables, leaves' bounds, back-substitutions and witnesses' rows", limit):
+    error = beyond(
+        work(model, disjuncts, trees, limit),
+        "claims[0].evidence.trees",
+        "node tables, leaves' bounds, back-substitutions and witnesses' rows",
+        limit,
+    )
+    if error:
         raise error
     for k, ((cube, atoms), tree) in enumerate(zip(disjuncts, trees)):
         F = Forms(cube)
-        ys = outputs(F, model)                      # once per disjunct: every atom reads the same output forms
+        ys = outputs(F, model)  # once per disjunct: every atom reads the same output forms
         forms = [atom_form(a, d, ys) for a in atoms]
         stack = [(tree, f"trees[{k}]", cube, [])]
         while stack:
             node, at, leaf_box, cuts = stack.pop()
-            if "split" in node and type(node["split"]) is int:        # at a coordinate: the box's halves
+            if "split" in node and type(node["split"]) is int:  # at a coordinate: the box's halves
                 fields(node, at, ("split", "at", "children"))
                 i = integer(node["split"], f"{at}.split", 0, d - 1)
                 c = rational(node["at"], f"{at}.at")
@@ -267,10 +307,12 @@ def check(cert: dict, name: str, net_file=None, property_file=None, limit: int =
                     raise Refuted(f"{name}: {at}: the split x_{i} = {c} is outside the cell's [{lo}, {hi}]")
                 below, above = list(leaf_box), list(leaf_box)
                 below[i], above[i] = (lo, c), (c, hi)
-                stack += [(node["children"][0], f"{at}.children[0]", below, cuts),
-                          (node["children"][1], f"{at}.children[1]", above, cuts)]
+                stack += [
+                    (node["children"][0], f"{at}.children[0]", below, cuts),
+                    (node["children"][1], f"{at}.children[1]", above, cuts),
+                ]
                 continue
-            if "split" in node:                 # at an affine row of the variables: its rows join the cell's
+            if "split" in node:  # at an affine row of the variables: its rows join the cell's
                 fields(node, at, ("split", "children"))
                 n = d + len(F.nodes)
                 g = {ONE if v == n else v: q for v, q in row(node["split"], f"{at}.split", n + 1).items()}
