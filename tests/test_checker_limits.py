@@ -259,3 +259,20 @@ def test_a_model_given_as_a_certificate_or_the_wrong_model_kind_is_named(tmp_pat
     refused(tmp_path / "net.json", words="a model (exactform/maxout@1), not a certificate")
     refused(tmp_path / "c.cert.json", "--maxout", tmp_path / "tf.json", "--transformer", tmp_path / "net.json",
             words="(a Maxout net), got 'exactform/transformer@1'")
+
+
+@pytest.mark.parametrize("field, value, code, words", [
+    ("decide", 5, 2, "tree.decide"), ("decide", "x", 2, "tree.decide"),
+    ("relaxed", 5, 1, "a relaxed leaf shows |A - B| < tolerance, and there is none"),
+    ("relaxed", {"a": 1}, 1, "a relaxed leaf shows |A - B| < tolerance, and there is none")])
+def test_an_e1_tree_field_of_the_wrong_type_is_one_line(tmp_path, field, value, code, words):
+    """A tree node's ``decide`` or ``relaxed`` that is not a list: one line, never a TypeError from the work
+    bound that reads them first (exit 2 naming the field; a relaxed leaf in a certificate without a
+    tolerance is refuted before its witnesses are read)."""
+    A = maxout([[[([1], 0), ([-1], 0)]]], [([1], 0)], [-1], [1])
+    box = list(zip(A.domain.lower, A.domain.upper))
+    doc = e1_certificate(A.to_json(), A.to_json(), box, None, compare(A.to_json(), A.to_json(), box, None).tree)
+    doc["claims"][0]["evidence"]["tree"][field] = value
+    write_json(tmp_path / "e.cert.json", doc)
+    result = check_file(str(tmp_path / "e.cert.json"))
+    assert result.code == code and "\n" not in result.known and words in result.known, result.known

@@ -108,8 +108,9 @@ def work(tree, models, d: int, F=None, read: int | None = None) -> int:
         node, cons, decided = stack.pop()
         is_object = isinstance(node, dict)
         entries = node.get("decide", []) if is_object else []
-        if isinstance(entries, list):
-            decided += len(entries)
+        if not isinstance(entries, list):  # the check refuses it, naming the field; nothing to charge
+            entries = []
+        decided += len(entries)
         total += decided + cons * (d + 2) * _decision_witnesses(entries)
         children = node.get("children") if is_object else None
         if isinstance(children, list) and children:
@@ -122,7 +123,7 @@ def work(tree, models, d: int, F=None, read: int | None = None) -> int:
             relaxed = node["relaxed"] if isinstance(node["relaxed"], list) else []
             witnesses = [named(w) for w in _leaf_witnesses(relaxed)]
             total += cost.leaf([e[0] if isinstance(e, list) and e else None for e in tight], witnesses)
-            most = max([most] + [digits(w) for w in _leaf_witnesses(node["relaxed"])])
+            most = max([most] + [digits(w) for w in _leaf_witnesses(relaxed)])
         else:
             total += cost.plain() + 2 * m * cons * (d + 2)
     return total * weight(most)
