@@ -1,4 +1,4 @@
-"""The certificate checker (C8, issue 11): fresh certificates pass; every forged, dropped,
+"""The certificate checker (C8): fresh certificates pass; every forged, dropped,
 tampered or hostile one fails loudly (exit 1 naming the claim, or exit 2 with one line), and the
 checker is closed (standard library only) and small."""
 import copy
@@ -328,8 +328,8 @@ def test_mutation_fuzz_never_crashes_the_checker():
 
 
 def test_hints_the_checker_cannot_read_are_a_failed_claim_not_a_traceback():
-    """Issue 23 (noticed): certify of a net with a Transformer of another shape crashed with the checker's
-    Malformed from certificate.write.document; every claim is now NOT PROVED with the checker's reason."""
+    """Certify of a net with a Transformer of another shape: every claim is NOT PROVED with the checker's
+    reason, never the checker's Malformed raised out of certificate.write.document."""
     from exactform.certificate.write import document
     net, tf, _ = good(NETS["ragged"]())
     doc, derived = document("equality", net.to_json(), tf.to_json(), {"phases": [], "pieces": []}, {})

@@ -1,10 +1,10 @@
-"""An adversarial review of the rewritten checker (issue 22's fix): certificates built by hand, not by
+"""Adversarial certificates for the checker: built by hand, not by
 exactform's construction, that the checker must refuse, or must check within its stated work bound.
 
 Every test states the false claim (or the broken bound) and the truth.  Truth is decided here, from
 docs/spec.md §1, by an exact ``Fraction`` evaluation written in this file (not exactform's evaluator).
 Hostile inputs run ``exactform check`` in a child process under caps on CPU seconds and address space;
-the goal of issue 22 is every hostile input in ≤ 5 s and ≤ 500 MB with one line (the largest honest
+the goal is every hostile input in ≤ 5 s and ≤ 500 MB with one line (the largest honest
 check, the MNIST MLP of docs/performance.md, takes 7.7 CPU s and 313 MiB), so a cap of 8 CPU s and
 1 GiB is generous: a test fails when the checker is killed by it, or ends with a traceback."""
 import copy

@@ -1,5 +1,4 @@
-"""The checker bounds its work before arithmetic (issue 22, findings 2–5): each hostile certificate of the
-review ends with exit 2 and one line under a 1 GiB address-space cap; E1 certificates are bound to the
+"""The checker bounds its work before arithmetic: each hostile certificate here ends with exit 2 and one line under a 1 GiB address-space cap; E1 certificates are bound to the
 user's files; ``--junit`` outputs are checked before any work; deep models check without recursion;
 ln T bounds of 60 digits are read; ``--smt`` decides rank ≥ 9 under a deterministic resource limit."""
 import copy
@@ -252,7 +251,7 @@ def test_softmax_certificates_still_check(tmp_path):
 
 
 def test_a_model_given_as_a_certificate_or_the_wrong_model_kind_is_named(tmp_path, base):
-    """Issue 23, finding 9: "unknown field 'domain'" said nothing; the error names what the file is."""
+    """A model given as a certificate: the error names what the file is (not "unknown field 'domain'")."""
     write_json(tmp_path / "net.json", base["maxout"])
     write_json(tmp_path / "tf.json", base["transformer"])
     write_json(tmp_path / "c.cert.json", base)

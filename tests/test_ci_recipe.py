@@ -1,4 +1,4 @@
-"""The CI recipe works as written (issue 13): the check step of examples/ci/exactform.yml, run by
+"""The CI recipe works as written: the check step of examples/ci/exactform.yml, run by
 bash with the workflow's own environment, passes on the golden certificates and fails when one is
 not bound to its model files."""
 import shutil
@@ -29,7 +29,7 @@ def test_check_step_fails_on_an_unbound_certificate(tmp_path):
 
 
 def test_check_step_fails_on_an_e1_certificate_in_place_of_a_golden_one(tmp_path):
-    """Issue 22, finding 2: any valid E1 certificate put in place of relu_net.cert.json used to pass."""
+    """Any valid E1 certificate put in place of relu_net.cert.json is refused, not passed."""
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     e1_certificate(tmp_path / "examples/ci/golden/relu_net.cert.json")
     done = subprocess.run(["bash", "-e", "-c", workflow_step("Check each certificate")], cwd=tmp_path, env=environment(),

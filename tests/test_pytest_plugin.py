@@ -1,4 +1,4 @@
-"""The pytest plugin (issue 7): ``*.cert.json`` files become one test item per claim, only when
+"""The pytest plugin: ``*.cert.json`` files become one test item per claim, only when
 asked (``--exactform-certs`` or the ``exactform_certs`` ini setting)."""
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_binding_to_model_folders(pytester):
 
 
 def test_an_e1_certificate_in_place_of_a_golden_one_fails(pytester):
-    """Issue 22, finding 2: bound to NAME.json / NAME.tf.json, an E1 certificate is refused, not passed."""
+    """Bound to NAME.json / NAME.tf.json, an E1 certificate is refused, not passed."""
     from support import e1_certificate
     e1_certificate(pytester.path / "abs.cert.json")
     root = GOLDEN.parent.parent
