@@ -13,7 +13,6 @@ import pytest
 from exactform.proofs.nets import random_net, relu_net
 from support import node_values, quantised, sign_transformer
 
-from exactform.checker import equiv as check_equiv
 from exactform.checker.cost import REFINE
 from exactform.checker.forms import Forms, outputs, read_model
 from exactform.checker.reader import Malformed

@@ -417,7 +417,6 @@ def test_the_split_that_makes_progress_on_one_half_is_preferred():
 def test_the_json_says_the_work_bound_that_checks_the_certificate(tmp_path, capsys, monkeypatch):
     """``equiv --cert --json`` reports ``check_work``, the checker's own figure for the certificate it wrote:
     ``check --max-work`` at that figure accepts it, one below refuses it (exit 2) before any arithmetic."""
-    from exactform.checker import cost
     from exactform.cli import main
     from exactform.formats import write_json
     a = relu_net(random.Random(5), [2, 4, 4], outputs=1)

@@ -464,7 +464,7 @@ def test_batchnorm_rounding_is_stated_with_a_rigorous_bound(tmp_path):
 
 def _bad_graph(path, case):
     """One graph per finding of the issue: NaN/inf in an initializer, a Constant node, an attribute."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
     nan, inf = float("nan"), float("inf")
     eye = [[1.0, 0.0], [0.0, 1.0]]
     if case == "initializer-nan":
