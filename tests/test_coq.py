@@ -138,6 +138,13 @@ def compiled_shifts(net, tf) -> list[list[list[Fraction]]]:
              for i in range(layer.units)] for l, layer in enumerate(net.layers)]
 
 
+def coq_definitions(k: int, net, shifts, box) -> str:
+    """``net{k}``, ``shifts{k}`` and ``box{k}`` as Coq definitions over Q."""
+    m, r = coq_net(net, shifts)
+    lower, upper = (coq_list(map(coq_q, side)) for side in (box.lower, box.upper))
+    return f"Definition net{k} := {m}.\nDefinition shifts{k} := {r}.\nDefinition box{k} := mk_box {lower} {upper}.\n"
+
+
 def link_script(cases) -> str:
     """For each (net, shifts, box): the theorem that ``construct net shifts`` computes the net on the
     box, proved by ``C3_checked`` with its hypotheses decided by ``vm_compute`` (so coqc refuses
@@ -145,10 +152,7 @@ def link_script(cases) -> str:
     script = "From Coq Require Import Reals QArith ZArith List.\nFrom Exactform Require Import Defs C3 Bounds Link.\n" \
              "Import ListNotations.\nOpen Scope Q_scope.\n"
     for k, (net, shifts, box) in enumerate(cases):
-        m, r = coq_net(net, shifts)
-        lower, upper = (coq_list(map(coq_q, side)) for side in (box.lower, box.upper))
-        script += (f"Definition net{k} := {m}.\nDefinition shifts{k} := {r}.\n"
-                   f"Definition box{k} := mk_box {lower} {upper}.\n"
+        script += (coq_definitions(k, net, shifts, box) +
                    f"Theorem net{k}_exact : forall x, in_box (input_dim net{k}) box{k} x ->\n"
                    f"  forall o, tf_eval hardmax (construct net{k} shifts{k}) x o = maxout_eval net{k} x o.\n"
                    f"Proof. apply C3_checked; vm_compute; reflexivity. Qed.\n"
@@ -274,10 +278,7 @@ def softmax_script(cases) -> str:
              "From Exactform Require Import Defs C3 Bounds C5Net SoftBounds Link.\n" \
              "Import ListNotations.\nOpen Scope Q_scope.\n"
     for k, (net, shifts, box, U, lam, eps) in enumerate(cases):
-        net_q, shifts_q = coq_net(net, shifts)
-        lower, upper = (coq_list(map(coq_q, side)) for side in (box.lower, box.upper))
-        script += (f"Definition net{k} := {net_q}.\nDefinition shifts{k} := {shifts_q}.\n"
-                   f"Definition box{k} := mk_box {lower} {upper}.\n"
+        script += (coq_definitions(k, net, shifts, box) +
                    f"Theorem soft{k} : forall x, in_box (input_dim net{k}) box{k} x ->\n"
                    f"  forall o, (o < outputs net{k})%nat ->\n"
                    f"  (Rabs (tf_eval (softmax_l (Q2R {coq_q(lam)})) (construct net{k} shifts{k}) x o\n"
