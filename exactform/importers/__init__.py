@@ -36,8 +36,8 @@ def import_network(path: str, domain: list[tuple[Fraction, Fraction]], input_sha
     every input; ``strip_softmax``: drop a final Softmax/LogSoftmax (said in the net's provenance)."""
     kind = _kind(path)
     if input_shape is not None and kind not in SHAPED:
-        raise InputError(path, "--input-shape", f"this file states its own input shape; --input-shape is only "
-                         f"for .pt files")
+        raise InputError(path, "--input-shape", "this file states its own input shape; --input-shape is only "
+                         "for .pt files")
 
     def box(dim: int) -> Box:
         return domain_box(domain, dim, domain_source, broadcast)

@@ -231,7 +231,8 @@ class Disjunct:
         more of the gap's range) where it is negative; the rest at the variables' bounds.  ``W``: per form,
         the rows' multipliers (leaf layout) to which those of the rows added are added."""
         d = self.d
-        for paired, nodes in reversed([rows for run, rows in zip(self._depths()[0], self._run_rows()) if run[0] < before]):
+        earlier = [run_rows for run, run_rows in zip(self._depths()[0], self._run_rows()) if run[0] < before]
+        for paired, nodes in reversed(earlier):
             if paired is not None and (ca := G[:, paired[1]]).any():
                 n, a, b, st, cols, D0, D1 = paired
                 cd = ca / st[:, 0]
