@@ -1,5 +1,6 @@
-"""``|A(x) − B(x)|∞ < ε`` on a box by the linear relaxation ``exactform verify`` uses — one engine for
-both — with the differences of paired nodes bounded directly (``checker.relax``: ReluDiff's
+"""``|A(x) − B(x)|∞ < ε`` on a box by the linear relaxation ``exactform verify`` uses (``verify.Disjunct``
+and the checker's leaf rows; the search driving it is this module's own, not ``verify.Search``), with the
+differences of paired nodes bounded directly (``checker.relax``: ReluDiff's
 differential bounds), so that a network and its quantised copy cancel instead of adding up.
 
 The box is bisected at coordinate hyperplanes, depth first.  On a cell each atom ``±(A − B)_k − ε ≥ 0``
