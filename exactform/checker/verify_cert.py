@@ -214,17 +214,24 @@ def _scalars(v) -> list:
 
 
 def work(model, disjuncts: list, trees: list, limit: int | None = None) -> int:
-    """The check's work bound (spec §6.1, §8), weighted by the numbers' size, refused beyond ``limit`` (if any) as
-    soon as the count passes it, before the arithmetic it bounds: per disjunct its node table, charged as it is built
-    (``Forms.charge``: each layer or block from the sizes of the forms so far) and counted twice (built to
-    count, then to check), its atoms at the sizes of the output forms they read, and each leaf by ``LeafCost``
+    """The check's work bound (spec §6.1, §8): ``tables``' figure."""
+    return tables(model, disjuncts, trees, limit)[0]
+
+
+def tables(model, disjuncts: list, trees: list, limit: int | None = None) -> tuple[int, list]:
+    """``(work, [(F, ys)])``: the check's work bound (spec §6.1, §8), weighted by the numbers' size, refused beyond
+    ``limit`` (if any) as soon as the count passes it, before the arithmetic it bounds; and per disjunct its node
+    table ``F`` with the network's output forms ``ys``, built once here for the check to read.  Counted: per
+    disjunct its node table, charged as it is built (``Forms.charge``: each layer or block from the sizes of the
+    forms so far) at twice its building (a margin), its atoms at the sizes of the output forms they read, and each leaf by ``LeafCost``
     (bounds, back-substitutions, the rows its witness names) plus, per split above it, a row of its numbers and of
     the table's largest row (a split on a node reads the node's row)."""
-    leaves, total = _count(trees), 0
+    leaves, total, built = _count(trees), 0, []
     d, scale = len(model.box), weight(max([bits(model, disjuncts)] + [leaf[3] for tree in leaves for leaf in tree]))
     for (cube, atoms), tree in zip(disjuncts, leaves):
         F = Forms(cube, None if limit is None else Budget(limit - total, 2 * scale, "models.net"))
         ys = outputs(F, model)
+        built.append((F, ys))
         reads = sum(sum(len(ys[k - d]) if d <= k < d + len(ys) else 1 for k in a) for a in atoms)
         total += 2 * scale * (F.work + reads)
         if limit is not None and total > limit:
@@ -242,7 +249,7 @@ def work(model, disjuncts: list, trees: list, limit: int | None = None) -> int:
                 "node tables, leaves' bounds, back-substitutions and witnesses' rows",
                 limit,
             )
-    return total
+    return total, built
 
 
 def check(cert: dict, name: str, net_file=None, property_file=None, limit: int = MAX_WORK) -> str:
@@ -283,17 +290,13 @@ def check(cert: dict, name: str, net_file=None, property_file=None, limit: int =
         raise Refuted(f"{name}: the statement is not {said!r}")
     bound = _bound(ev, model, (d, m, stated), name, net_file, property_file, tally)
     trees = items(ev["trees"], "evidence.trees", len(disjuncts))
+    total, built = tables(model, disjuncts, trees, limit)
     error = beyond(
-        work(model, disjuncts, trees, limit),
-        "claims[0].evidence.trees",
-        "node tables, leaves' bounds, back-substitutions and witnesses' rows",
-        limit,
+        total, "claims[0].evidence.trees", "node tables, leaves' bounds, back-substitutions and witnesses' rows", limit
     )
     if error:
         raise error
-    for k, ((cube, atoms), tree) in enumerate(zip(disjuncts, trees)):
-        F = Forms(cube)
-        ys = outputs(F, model)  # once per disjunct: every atom reads the same output forms
+    for k, ((cube, atoms), tree, (F, ys)) in enumerate(zip(disjuncts, trees, built)):
         forms = [atom_form(a, d, ys) for a in atoms]
         stack = [(tree, f"trees[{k}]", cube, [])]
         while stack:
