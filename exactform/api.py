@@ -252,8 +252,7 @@ def verify(net: PathLike, property: PathLike, timeout: float | None = None) -> V
     """``exactform verify NET PROPERTY --cert``: the network file (JSON model, ONNX, ``.nnet``, ``.pt``;
     an imported one on the property's input box) against the VNN-LIB file, within ``timeout`` seconds.
     The certificate records both files' SHA-256, as the command's does."""
-    from .checker.verify_cert import sha256_file
-    from .commands.verify import network
+    from .commands.verify import network, recorded_sources
     from .importers.vnnlib import read_property
     from .prove.verify import certificate, verify as decide
     if timeout is not None and not 0 < timeout < 10 ** 7:
@@ -264,9 +263,7 @@ def verify(net: PathLike, property: PathLike, timeout: float | None = None) -> V
     out = decide(doc, prop, timeout)
     cert = None
     if out.verdict == "unsat":
-        sources = {"net": {"file": Path(net).name, "sha256": sha256_file(net)},
-                   "property": {"file": Path(property).name, "sha256": sha256_file(property)}}
-        cert = certificate(doc, prop, out.trees, sources)
+        cert = certificate(doc, prop, out.trees, recorded_sources(str(net), str(property)))
     counterexample = (list(out.x), list(out.y)) if out.verdict == "sat" else None
     return VerifyResult(out.verdict, counterexample, cert, out.reason)
 

@@ -66,6 +66,13 @@ def network(path: str, prop):
     return model
 
 
+def recorded_sources(net: str, prop: str) -> dict:
+    """A V1 certificate's ``sources``: each file's name and SHA-256, as read."""
+    from ..checker.verify_cert import sha256_file
+    return {"net": {"file": Path(net).name, "sha256": sha256_file(net)},
+            "property": {"file": Path(prop).name, "sha256": sha256_file(prop)}}
+
+
 def _softmax(path: str, cert: str) -> tuple[object, dict]:
     """The Maxout net of a C5 certificate that the checker accepts for the softmax Transformer in
     ``path``, and the certificate."""
@@ -86,7 +93,6 @@ def _softmax(path: str, cert: str) -> tuple[object, dict]:
 
 
 def run(args) -> int:
-    from ..checker.verify_cert import sha256_file
     from ..files import output_file
     from ..formats import InputError, write_json, write_text
     from ..importers.vnnlib import read_property
@@ -115,8 +121,7 @@ def run(args) -> int:
         return lost_work("verify", e)
     written, ce, needed = None, None, None
     if out.verdict == "unsat" and args.cert:
-        sources = {"net": {"file": Path(args.net).name, "sha256": sha256_file(args.net)},
-                   "property": {"file": Path(args.property).name, "sha256": sha256_file(args.property)}}
+        sources = recorded_sources(args.net, args.property)
         write_json(args.cert, cert := certificate(doc, prop, out.trees, sources, c5))
         written = args.cert
         needed = note_work(args.cert, check_work(cert))
