@@ -47,15 +47,11 @@ def _stopper(ends_process: bool):
     """``stop(reason)``, called from a signal handler: raise ``Stopped``; when the CLI is the process,
     first arm the last resort, a ``SIGALRM`` ``GRACE`` seconds later that reports and ends the process
     (exit ``STOPPED``) in case the exception never reaches ``main``."""
-    def last_resort(signum, frame):
-        _report_stop(reason[0])
-        os._exit(STOPPED)
-
-    reason = [""]
-
     def stop(why: str):
         if ends_process:
-            reason[0] = why
+            def last_resort(signum, frame):
+                _report_stop(why)
+                os._exit(STOPPED)
             signal.signal(signal.SIGALRM, last_resort)
             signal.setitimer(signal.ITIMER_REAL, GRACE)
         raise Stopped(why)
