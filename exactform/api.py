@@ -15,7 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence, TypeVar, Union
 
-from .errors import Error, InputError, NotProved
+from .errors import InputError, NotProved
 from .models import MaxoutNet, Transformer
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def certify(net: MaxoutNet, tf: Transformer | None = None, smt: bool = False) ->
     """Prove C1–C4 for ``net`` and ``tf`` (default ``compile(net)``) and return the certificate
     (a dict in the ``exactform/certificate@2`` format); ``NotProved`` if a claim fails.  ``smt``:
     also run the prover's Z3 queries (``check(..., smt=True)`` derives and runs its own)."""
-    from .certificate.write import certify as prove
+    from .certify.write import certify as prove
     from .layout import check_size
     _need(net, MaxoutNet, "certify")
     tf = compile_network(net) if tf is None else _need(tf, Transformer, "certify")
@@ -195,9 +195,9 @@ def approx(expr: str, domain: Domain, eps: Number | None = None, rank: int | Non
 def softmax(net: MaxoutNet, eps: Number) -> SoftmaxResult:
     """The token-shift Transformer of ``net`` with softmax(λ) attention, λ the least scale whose
     proven bound meets ``eps`` (claim C5); ``NotProved`` if none does."""
-    from .certificate.write import certify_softmax
+    from .certify.write import certify_softmax
     from .numbers import RationalSyntaxError, parse_number
-    from .prove.softmax import depth_bound, log_lemma, scale_threshold, short_scale
+    from .certify.softmax import depth_bound, log_lemma, scale_threshold, short_scale
     _need(net, MaxoutNet, "softmax")
     try:
         eps = parse_number(eps)
@@ -254,7 +254,7 @@ def verify(net: PathLike, property: PathLike, timeout: float | None = None) -> V
     The certificate records both files' SHA-256, as the command's does."""
     from .commands.verify import network, recorded_sources
     from .importers.vnnlib import read_property
-    from .prove.verify import certificate, verify as decide
+    from .search.verify import certificate, verify as decide
     if timeout is not None and not 0 < timeout < 10 ** 7:
         raise InputError("timeout", "", "expected a positive number of seconds")
     prop = read_property(str(property))
@@ -287,7 +287,7 @@ def equiv(a: MaxoutNet | Transformer, b: MaxoutNet | Transformer, domain: Domain
           tolerance: Number | None = None) -> EquivResult:
     """``exactform equiv A B --cert`` on ``domain`` (default: A's domain), hardmax models only."""
     from .numbers import RationalSyntaxError, parse_number
-    from .prove.equiv import certificate, compare
+    from .search.equiv import certificate, compare
     for name, model in (("a", a), ("b", b)):
         if not isinstance(model, (MaxoutNet, Transformer)):
             raise InputError(name, "", f"expected a MaxoutNet or Transformer, got {type(model).__name__}")

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from inprocess import exactform as _in_process
 
-from exactform.certificate.write import certify, certify_softmax
+from exactform.certify.write import certify, certify_softmax
 from exactform.checker.reader import ONE
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.geometry.enclosure import log_upper
@@ -77,7 +77,7 @@ def good(net):
 
 
 def softmax_certificate(net, lam=None, eps=Fraction(1, 1000)):
-    from exactform.prove.softmax import choose_scale
+    from exactform.certify.softmax import choose_scale
     scale = lam or choose_scale(net, eps)[0]
     tf = compile_maxout(net).with_attention(scale)
     return certify_softmax(net, tf, eps, log_upper(net.max_rank)).document
@@ -237,7 +237,7 @@ def environment(**overrides) -> dict:
 def e1_certificate(path: Path) -> None:
     """A valid E1 certificate (|x| = relu(x) + relu(−x)) written to ``path``."""
     from exactform.formats import write_json
-    from exactform.prove.equiv import certificate, compare
+    from exactform.search.equiv import certificate, compare
     A = maxout([[[([1], 0), ([-1], 0)]]], [([1], 0)], [-1], [1])
     B = maxout([[[([1], 0), ([0], 0)], [([-1], 0), ([0], 0)]]], [([1, 1], 0)], [-1], [1])
     box = list(zip(A.domain.lower, A.domain.upper))

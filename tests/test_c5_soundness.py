@@ -10,7 +10,7 @@ from fractions import Fraction
 import mpmath
 import pytest
 
-from exactform.checker import walk
+from exactform.checker import construction
 
 mpmath.mp.dps = 50
 HALF = Fraction(1, 2)
@@ -53,7 +53,7 @@ def certificate(tf: dict, net: dict, eps) -> dict:
     doc = {"format": "exactform/certificate@2", "kind": "softmax", "maxout": net, "transformer": tf,
            "hints": {"phases": [], "pieces": [[[0, 1]], [[0, 1]]], "ln_tokens_upper": "7/10"},
            "claims": [{"id": "C5", "statement": "", "eps": q(eps)}]}
-    holds, words = walk.derive(copy.deepcopy(doc))[4]["C5"]
+    holds, words = construction.derive(copy.deepcopy(doc))[4]["C5"]
     if holds:
         doc["claims"][0]["statement"] = words
     return doc
@@ -94,7 +94,7 @@ def test_the_reviewers_construction_is_refused():
     net, tf = identity_net(), transformer(100, 10 ** 25)
     assert worst_error(tf) > mpmath.mpf(49) / 100
     doc = certificate(tf, net, Fraction(1, 50))
-    result = walk.verify(doc)
+    result = construction.verify(doc)
     assert result.code == 1 and result.claims[0][0] == "C5" and not result.claims[0][1]
     assert "exceeds eps = 1/50" in result.claims[0][2]
 
@@ -103,9 +103,9 @@ def test_without_the_offset_the_bound_is_accepted_and_true():
     """The same Transformer with γ = 0 is a sound construction: accepted, and its bound holds."""
     net, tf = identity_net(), transformer(100, 0)
     doc = certificate(tf, net, Fraction(1, 10))
-    result = walk.verify(doc)
+    result = construction.verify(doc)
     assert result.code == 0, result
-    bound = walk.derive(copy.deepcopy(doc))[5].bound
+    bound = construction.derive(copy.deepcopy(doc))[5].bound
     assert worst_error(tf) <= mpmath.mpf(bound.numerator) / bound.denominator
 
 
@@ -119,24 +119,24 @@ def test_every_accepted_bound_holds_on_variants(seed):
     alpha1 = rng.choice([1, 2, 100, Fraction(1, 100)])
     tf = transformer(lam, gamma, alpha1)
     doc = certificate(tf, identity_net(), 10)
-    derived = walk.derive(copy.deepcopy(doc))
+    derived = construction.derive(copy.deepcopy(doc))
     walked = derived[5]
     assert walked is not None, derived[4]
     truth = worst_error(tf)
     assert truth <= mpmath.mpf(walked.bound.numerator) / walked.bound.denominator, (lam, gamma, alpha1, walked.bound)
     eps = walked.bound if walked.bound < 10 else Fraction(1, 100)
-    result = walk.verify(certificate(tf, identity_net(), eps))
+    result = construction.verify(certificate(tf, identity_net(), eps))
     assert (result.code == 0) == (walked.bound <= eps)
 
 
 def test_a_query_reading_the_input_is_refused_naming_the_head():
     tf = transformer(100, 0)
     tf["blocks"][1]["heads"][0]["query"] = [["1", "0", "1", "0", "0", "0"]]      # 1 + x: not a constant
-    result = walk.verify(certificate(tf, identity_net(), 10))
+    result = construction.verify(certificate(tf, identity_net(), 10))
     assert result.code == 1 and "block 1 head 0 token 0: the query depends on the input" in result.claims[0][2]
 
 
 def test_a_non_positive_score_scale_is_refused():
     tf = transformer(100, 0, alpha1=-1)                                           # α = −1 in token 1
-    result = walk.verify(certificate(tf, identity_net(), 10))
+    result = construction.verify(certificate(tf, identity_net(), 10))
     assert result.code == 1 and "token 1: the score scale alpha = -1 is not positive" in result.claims[0][2]

@@ -16,7 +16,7 @@ import pytest
 
 import exactform
 from exactform.checker import reader
-from exactform.checker import walk as checker
+from exactform.checker import construction as checker
 from exactform.cli import main
 from exactform.formats import canonical_json, write_json
 from exactform.models import MaxoutLayer, MaxoutNet
@@ -256,7 +256,7 @@ def test_check_runs_without_heavy_libraries_and_loads_the_lines_trust_md_states(
     write_json(path, good(NETS["ragged"]())[2])
     soft = tmp_path / "b.cert.json"
     write_json(soft, softmax_certificate(maxout([[[([1], 0), ([-1], 0)]]], [([1], 0)], [-1], [1])))
-    from exactform.prove.equiv import certificate as e1, compare
+    from exactform.search.equiv import certificate as e1, compare
     A = maxout([[[([1], 0), ([-1], 0)]]], [([1], 0)], [-1], [1])
     box = list(zip(A.domain.lower, A.domain.upper))
     write_json(tmp_path / "e.cert.json", e1(A.to_json(), A.to_json(), box, None, compare(A.to_json(), A.to_json(), box, None).tree))
@@ -329,8 +329,8 @@ def test_mutation_fuzz_never_crashes_the_checker():
 
 def test_hints_the_checker_cannot_read_are_a_failed_claim_not_a_traceback():
     """Certify of a net with a Transformer of another shape: every claim is NOT PROVED with the checker's
-    reason, never the checker's Malformed raised out of certificate.write.document."""
-    from exactform.certificate.write import document
+    reason, never the checker's Malformed raised out of certify.write.document."""
+    from exactform.certify.write import document
     net, tf, _ = good(NETS["ragged"]())
     doc, derived = document("equality", net.to_json(), tf.to_json(), {"phases": [], "pieces": []}, {})
     assert all(not holds for holds, _ in derived.values())

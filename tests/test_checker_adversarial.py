@@ -20,7 +20,7 @@ from fractions import Fraction
 import pytest
 from support import good, maxout
 
-from exactform.checker import walk
+from exactform.checker import construction
 
 CPU = 8                      # CPU seconds a hostile input may take (goal 5 s; the largest honest check 7.7 s)
 MEMORY = 1 << 30             # address space (goal 500 MB resident)
@@ -188,10 +188,10 @@ def test_c1_states_a_constant_query_and_a_positive_scale_for_a_head_whose_values
     assert s[0] != [s[0][0]] * 2 and s[0][1] - s[0][0] == -1            # not a common offset; scale −1 < 0
     for x in ([-1], [Fraction(-1, 3)], [0], [1]):
         assert transformer_value(tf, x) == maxout_value(doc["maxout"], x)   # C3 itself is true
-    derived = walk.derive(copy.deepcopy(doc))[4]
+    derived = construction.derive(copy.deepcopy(doc))[4]
     for c in doc["claims"]:
         c["statement"] = derived[c["id"]][1]
-    result = walk.verify(doc)
+    result = construction.verify(doc)
     c1 = dict((c, (h, w)) for c, h, w in result.claims)["C1"]
     assert not (result.code == 0 and c1[0] and "in each token its query is constant" in c1[1]), \
         "exit 0 with a C1 statement that is false of block 1 head 1"
@@ -250,7 +250,7 @@ def pair_everywhere(T: int, h: int) -> dict:
 
 def test_the_token_shift_check_is_linear_in_tokens(tmp_path):
     """A 14 KB .json.gz: T = 10⁴ tokens, a pieces block of 100 hidden units, each pair an identity pair in
-    every token.  C2 (walk.token_shift) tests ``t not in ts`` with ts a list of up to T tokens, for every
+    every token.  C2 (construction.token_shift) tests ``t not in ts`` with ts a list of up to T tokens, for every
     token and pair: T²/2 per pair, 5·10⁹ in all, while the estimate is 1.1·10⁷.  Measured 20.7 CPU s."""
     bounded(write(tmp_path / "c2.cert.json.gz", pair_everywhere(10 ** 4, 100)))
 
@@ -423,7 +423,7 @@ def test_a_domain_of_3951_digit_bounds_is_checked():
     B = str(10 ** 3950)
     for model in (doc["maxout"], doc["transformer"]):
         model["domain"] = {"lower": ["-" + B], "upper": [B]}
-    derived = walk.derive(copy.deepcopy(doc))[4]
+    derived = construction.derive(copy.deepcopy(doc))[4]
     for c in doc["claims"]:
         c["statement"] = derived[c["id"]][1]
-    assert walk.verify(doc).code == 0
+    assert construction.verify(doc).code == 0

@@ -15,11 +15,11 @@ from exactform.proofs.nets import random_net
 from support import NETS, good, maxout, softmax_certificate
 
 from exactform.checker import reader
-from exactform.checker import walk
+from exactform.checker import construction
 from exactform.checker.command import check_file
 from exactform.formats import write_json
 from exactform.models import MaxoutNet
-from exactform.prove.equiv import certificate as e1_certificate, compare
+from exactform.search.equiv import certificate as e1_certificate, compare
 
 CAP = 1 << 30
 
@@ -230,9 +230,9 @@ def test_the_e1_checker_values_deep_chains_without_recursion(depth):
 
 def test_ln_bounds_of_sixty_digits_are_read():
     T, U = 2, Fraction(10 ** 59 + 7, 10 ** 59)                       # 60 digits each (up to 2^199.3)
-    assert walk.ln_bound(f"{U.numerator}/{U.denominator}", T, "U") == U
+    assert construction.ln_bound(f"{U.numerator}/{U.denominator}", T, "U") == U
     with pytest.raises(reader.Malformed):
-        walk.ln_bound(f"{10 ** 60 + 1}/{10 ** 60}", T, "U")
+        construction.ln_bound(f"{10 ** 60 + 1}/{10 ** 60}", T, "U")
 
 
 def test_smt_decides_the_lemma_at_rank_nine_and_more(tmp_path):
@@ -247,7 +247,7 @@ def test_smt_decides_the_lemma_at_rank_nine_and_more(tmp_path):
 
 def test_softmax_certificates_still_check(tmp_path):
     doc = softmax_certificate(maxout([[[([1], 0), ([-1], 0)]]], [([1], 0)], [-1], [1]))
-    assert walk.verify(doc).code == 0
+    assert construction.verify(doc).code == 0
 
 
 def test_a_model_given_as_a_certificate_or_the_wrong_model_kind_is_named(tmp_path, base):

@@ -19,7 +19,7 @@ from exactform.cli import main
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.numbers import format_rational
 from exactform.models import Attention, FeedForward, Head, MaxoutLayer, MaxoutNet, Transformer
-from exactform.prove.equiv import certificate, compare
+from exactform.search.equiv import certificate, compare
 from exactform.geometry.lp import argmaximize, dual_simplex, solve
 from support import acas_and_float16, box_of, maxout_value, sign_transformer, small_pairs, tiny_bump
 
@@ -385,7 +385,7 @@ def pairs_and_boxes():
 def test_the_bound_covers_every_box(scale=1):
     """Soundness of the bound itself: on random sub-boxes, |A − B| at sampled points never exceeds
     the box's bound (times ``scale``: a wrong bound under test)."""
-    from exactform.prove.equiv import Search
+    from exactform.search.equiv import Search
     rng, checked = random.Random(0), 0
     for a, b, box in pairs_and_boxes():
         search = Search(a.to_json(), b.to_json(), box, None, True)
@@ -413,7 +413,7 @@ def test_a_too_small_bound_is_caught(monkeypatch):
     """The tests above fail when a bound is wrong: the box bound halved is below |A − B| at some
     sampled point, and with the exact ranges the pruned search reads (a ReLU's sign, a leaf's skip)
     divided by 10 it misses a maximum."""
-    from exactform.prove import equiv
+    from exactform.search import equiv
     with pytest.raises(AssertionError):
         test_the_bound_covers_every_box(F(1, 2))
     exact = equiv.interval

@@ -12,7 +12,7 @@ import pytest
 from exactform.checker import equiv as check_equiv
 from exactform.cli import main
 from exactform.models import Box, MaxoutLayer, MaxoutNet
-from exactform.prove.equiv import certificate, compare
+from exactform.search.equiv import certificate, compare
 
 SHIFT = F(1, 10 ** 6)
 

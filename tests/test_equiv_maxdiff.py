@@ -11,7 +11,7 @@ import pytest
 
 from exactform.cli import main
 from exactform.models import Box, MaxoutLayer, MaxoutNet
-from exactform.prove.equiv import compare
+from exactform.search.equiv import compare
 from support import hardmax_step
 
 BOX = Box((F(-1), F(-1)), (F(1), F(1)))

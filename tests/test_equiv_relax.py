@@ -19,7 +19,7 @@ from exactform.checker.forms import Forms, outputs, read_model
 from exactform.checker.reader import ONE, Malformed, Refuted
 from exactform.checker.relax import LeafRows, pairs
 from exactform.models import MaxoutNet
-from exactform.prove.equiv import certificate, compare
+from exactform.search.equiv import certificate, compare
 from support import hardmax_step, node_values, quantised
 
 F = Fraction
@@ -151,7 +151,7 @@ def _nodes(tree):
 def test_workers_give_the_same_tree(monkeypatch):
     """The relaxation's cells expanded breadth first and proved as tasks on 2 processes: the same tree
     as one process, and the checker accepts it."""
-    import exactform.prove.equiv as search
+    import exactform.search.equiv as search
     from exactform.executor import make_executor
     from exactform.progress import Count
     monkeypatch.setattr(search, "RELAXED_SUBTREES", 2)
@@ -178,7 +178,7 @@ def test_the_work_bound_is_the_runs(acas_proved, tmp_path, capsys):
     from exactform.checker import cost
     from exactform.cli import main
     from exactform.formats import write_json
-    from exactform.prove.equiv import check_work
+    from exactform.search.equiv import check_work
     a, b, box, outcome = acas_proved
     path = tmp_path / "r.cert.json"
     write_json(path, certificate(a, b, box, F(1, 20), outcome.tree))
@@ -201,7 +201,7 @@ def test_stated_tightenings_hold_at_every_point():
     import numpy as np
 
     from exactform.checker.relax import node_bounds
-    from exactform.prove.verify import Disjunct
+    from exactform.search.verify import Disjunct
     stated = 0
     for seed, part in product(range(3), range(3)):
         rng = random.Random(seed)
@@ -315,7 +315,7 @@ def test_back_substituted_atom_plans_are_witnesses(seed):
     checker's exact test accepts; an atom that holds somewhere gets no witness."""
     import numpy as np
     from exactform.checker.relax import infeasible
-    from exactform.prove.verify import Disjunct, dyadic
+    from exactform.search.verify import Disjunct, dyadic
     rng = random.Random(seed)
     a = relu_net(rng, [2, 6, 6, 5], outputs=2)
     b = quantised(a, F(1, 64))
@@ -380,7 +380,7 @@ def test_float_bounds_are_the_checkers_in_floating_point(kind):
 
     from exactform.checker.relax import node_bounds
     from exactform.construct.maxout_to_transformer import compile_maxout
-    from exactform.prove.verify import Disjunct
+    from exactform.search.verify import Disjunct
     rng = random.Random(7)
     a = random_net(rng, [2, 4, 4], max_rank=3, outputs=2) if kind == "maxout rank 3" else \
         hardmax_step() if kind == "hardmax step" else relu_net(rng, [2, 6, 6, 4], outputs=2)
@@ -408,7 +408,7 @@ def test_the_split_that_makes_progress_on_one_half_is_preferred():
     not chosen over one that brings a half close to closing, even when its worse half is a little lower:
     ranking by the worse half alone bisected such coordinates over and over (ACAS Xu 3_1 on φ1: 2,168+
     leaves in float without closing; by the halves' sum, 257)."""
-    from exactform.prove.verify import lookahead
+    from exactform.search.verify import lookahead
     tops = {0: [5.0, 0.1], 1: [4.9, 4.9], 2: [5.0, -1.0]}
     assert lookahead([0, 1], tops.__getitem__) == 0
     assert lookahead([0, 1, 2], tops.__getitem__) == 2        # fewest open halves first

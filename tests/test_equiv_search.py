@@ -9,7 +9,7 @@ import pytest
 from support import acas_and_float16, maxout_value
 
 from exactform.models import MaxoutNet
-from exactform.prove.equiv import compare
+from exactform.search.equiv import compare
 
 
 def moved_readout(net: MaxoutNet, delta: F) -> MaxoutNet:
@@ -41,7 +41,7 @@ def test_maxout_units_of_rank_above_two_take_no_witness_lp_in_the_pruned_search(
     from exactform.proofs.nets import random_net
     from support import quantised
 
-    from exactform.prove import equiv
+    from exactform.search import equiv
     a = random_net(random.Random(seed), [2, 5, 4], max_rank=3, outputs=1)
     b = quantised(a, F(1, 3))
     box = [(F(-1), F(1))] * 2
@@ -66,7 +66,7 @@ def test_a_tolerance_the_whole_box_bound_misses_is_proved_on_halves():
     from exactform.proofs.nets import relu_net
     from support import quantised
 
-    from exactform.prove.equiv import Search
+    from exactform.search.equiv import Search
     a = relu_net(random.Random(0), [2, 8, 8], outputs=1)
     b = quantised(a, F(1, 64))
     box = [(F(-1), F(1))] * 2

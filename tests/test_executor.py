@@ -153,7 +153,7 @@ def test_equiv_search_identical_serial_processes_dask(cluster, monkeypatch):
     distributed)."""
     from support import box_of, small_pairs
 
-    from exactform.prove import equiv
+    from exactform.search import equiv
     monkeypatch.setattr(equiv, "SUBTREES", 3)
     a, b = small_pairs()[1]
     runs = {}

@@ -1,5 +1,5 @@
 """The package's import rules, read from the source with ``ast`` (imports inside functions included):
-the layers ``numbers``/``models`` < ``layout``, ``geometry`` < ``prove``, ``construct`` < commands, and
+the layers ``numbers``/``models`` < ``layout``, ``geometry`` < ``certify``, ``search``, ``construct`` < commands, and
 an independent checker."""
 import ast
 import sys
@@ -58,19 +58,19 @@ def offending(importers: tuple[str, ...], imported: tuple[str, ...]) -> list[tup
 
 def test_imports_are_read():
     """The reader sees module-level, relative and function-level imports."""
-    assert "exactform.geometry.bounds" in GRAPH["exactform.prove.symbolic"]
-    assert "exactform.checker.smt" in GRAPH["exactform.checker.walk"]       # inside a function
+    assert "exactform.geometry.bounds" in GRAPH["exactform.certify.symbolic"]
+    assert "exactform.checker.smt" in GRAPH["exactform.checker.construction"]       # inside a function
     assert "exactform.layout" in GRAPH["exactform.construct.maxout_to_transformer"]
     assert {"flint", "fractions"} <= GRAPH["exactform.numbers"]
 
 
-def test_prove_and_construct_do_not_import_each_other():
-    assert offending(("prove",), ("construct",)) == []
-    assert offending(("construct",), ("prove",)) == []
+def test_provers_and_construct_do_not_import_each_other():
+    assert offending(("certify", "search"), ("construct",)) == []
+    assert offending(("construct",), ("certify", "search")) == []
 
 
 def test_geometry_and_layout_sit_below_prove_and_construct():
-    assert offending(("geometry", "layout"), ("prove", "construct", "commands", "cli", "certificate")) == []
+    assert offending(("geometry", "layout"), ("certify", "search", "construct", "commands", "cli")) == []
 
 
 def test_layout_is_standard_library_only():

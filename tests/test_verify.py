@@ -19,7 +19,7 @@ from exactform.formats import InputError, Reader
 from exactform.geometry.regions import cells_in_box
 from exactform.importers.vnnlib import read_property
 from exactform.models import MaxoutNet
-from exactform.prove.verify import verify
+from exactform.search.verify import verify
 
 HEAD = "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
 BOX = "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n(assert (>= X_1 -1))\n(assert (<= X_1 1))\n"
@@ -112,7 +112,7 @@ def proved(tmp_path_factory):
     r = cli("verify", net, prop, "--cert", tmp / "c.json", "--json")
     out = json.loads(r.stdout)
     assert r.returncode == 0 and out["verdict"] == "unsat" and out["certificate"] == str(tmp / "c.json")
-    from exactform.prove.verify import check_work
+    from exactform.search.verify import check_work
     assert out["check_work"] == check_work(load(tmp / "c.json")) > 0         # the bound that checks it (below)
     return net, prop, tmp / "c.json"
 
@@ -153,7 +153,7 @@ def test_hardmax_transformer_verified_like_its_net(tmp_path):
     """The compiled Transformer of a net gets the net's verdicts: its exact maximum of Y_0 − Y_1 is the
     net's, so thresholds just below and above it are sat and unsat (certificate checked)."""
     from exactform.construct.maxout_to_transformer import compile_maxout
-    from exactform.prove.verify import certificate
+    from exactform.search.verify import certificate
     net = random_net(7, hidden=3)
     tf = compile_maxout(MaxoutNet.from_json(Reader(net))).to_json()
     top = _maximum(net, [(-1, 1), (-1, 1)], (Fraction(-1), Fraction(-1), Fraction(1, 2)))
@@ -305,7 +305,7 @@ def _maximum(net_json: dict, box: list, extra: tuple) -> Fraction:
 @pytest.mark.parametrize("seed", range(6))
 def test_verdicts_agree_with_exact_region_enumeration(tmp_path, seed):
     """Thresholds just below and just above the exact maximum: sat, then unsat (certificate checked)."""
-    from exactform.prove.verify import certificate
+    from exactform.search.verify import certificate
     net = random_net(100 + seed, hidden=5)
     top = _maximum(net, [(-1, 1), (-1, 1)], (Fraction(-1), Fraction(-1), Fraction(1, 2)))
     for delta, truth in ((Fraction(-1, 16), "sat"), (Fraction(-1, 1000), "sat"), (Fraction(1, 1000), "unsat"),
@@ -476,7 +476,7 @@ def test_a_certificate_beyond_the_default_work_bound_is_announced(proved, monkey
     from exactform.checker import cost
     from exactform.cli import main
     from exactform.commands import note_work
-    from exactform.prove.verify import check_work
+    from exactform.search.verify import check_work
     net, prop, cert = proved
     monkeypatch.setattr(cost, "MAX_WORK", 10)        # the default bound note_work compares with
     note_work(cert, check_work(load(cert)))

@@ -21,7 +21,7 @@ from exactform.formats import Reader
 from exactform.geometry.regions import cells_in_box
 from exactform.importers.vnnlib import read_property
 from exactform.models import Box, MaxoutNet
-from exactform.prove.verify import certificate, verify
+from exactform.search.verify import certificate, verify
 
 HEAD = "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
 BOX = "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n(assert (>= X_1 -1))\n(assert (<= X_1 1))\n"
@@ -227,7 +227,7 @@ def test_exact_leaf_lp_without_points_is_closed_by_bound_rows():
     from exactform.checker.forms import Forms, outputs
     from exactform.checker.relax import LeafRows, infeasible
     from exactform.checker.verify_cert import read_model
-    from exactform.prove.exact_leaf import leaf_lp
+    from exactform.search.exact_leaf import leaf_lp
     cube = [(Fraction(-1), Fraction(1))] * 2
     F = Forms(cube)
     rows = LeafRows(F, cube, [outputs(F, read_model(maxout_net(0), "net"))[0]])

@@ -54,7 +54,7 @@ def check_file(path, smt: bool = False, max_work: int | None = None, **bound) ->
             if kind == "verification" and not bound:
                 known = f"not bound to any file: {known}\n{recorded(doc)}"
             return Result(0, [(claim, True, known)], known)
-        from .walk import verify
+        from .construction import verify
 
         return verify(doc, f"{path}: ", bound.get("maxout"), bound.get("transformer"), smt, max_work or cost.WALK_WORK)
     except ValueError as e:  # Malformed included

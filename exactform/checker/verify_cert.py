@@ -98,7 +98,7 @@ def read_property(v, n: int, m: int, tally: Tally | None = None) -> list:
 def _margin(v, model, disjuncts: list, name: str, tally: Tally, limit: int = MAX_WORK) -> Fraction:
     """ε of the embedded C5 certificate, once the walk (C5) accepts it, its Maxout net is the proof's
     network and every disjunct's box lies in its domain."""
-    from .walk import verify
+    from .construction import verify
 
     fields(v, "evidence.margin", ("eps", "softmax"))
     eps = rational(v["eps"], "evidence.margin.eps")

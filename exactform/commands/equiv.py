@@ -59,7 +59,7 @@ def run(args) -> int:
     from ..formats import InputError, canonical_json, write_text
     from ..models.box import domain_box, parse_domain
     from ..numbers import RationalSyntaxError, format_rational, parse_rational
-    from ..prove.equiv import certificate, check_work, compare
+    from ..search.equiv import certificate, check_work, compare
     from ..progress import Count
 
     start = time.perf_counter()

@@ -77,7 +77,7 @@ def _softmax(path: str, cert: str) -> tuple[object, dict]:
     """The Maxout net of a C5 certificate that the checker accepts for the softmax Transformer in
     ``path``, and the certificate."""
     from ..checker.reader import Malformed, load, read_transformer
-    from ..checker.walk import verify as check_c5
+    from ..checker.construction import verify as check_c5
     from ..formats import InputError, Reader
     from ..models import MaxoutNet
     try:
@@ -97,7 +97,7 @@ def run(args) -> int:
     from ..formats import InputError, write_json, write_text
     from ..importers.vnnlib import read_property
     from ..numbers import format_rational
-    from ..prove.verify import certificate, check_work, verify
+    from ..search.verify import certificate, check_work, verify
 
     start = time.perf_counter()
     for option, path in (("--cert", args.cert), ("--counterexample", args.counterexample)):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..formats import InputError
-from ..geometry.forms import combine
+from ..forms import combine
 from ..models import Box, MaxoutLayer, MaxoutNet
 from ..numbers import MAX_DIGITS, ZERO
 

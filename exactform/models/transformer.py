@@ -14,6 +14,7 @@ from functools import cached_property
 
 import flint
 
+from ..forms import CONSTANT
 from ..formats import Reader, check_format, encode_row, encode_rows, encode_sparse_rows, sha256
 from ..numbers import ZERO, exact_point, format_rational, to_sympy
 from .box import Box
@@ -137,7 +138,7 @@ class FeedForward:
     def identity_pairs(self) -> list[tuple[int, int]]:
         """Hidden units ``(u, p)``, u < p, with ``w1[p] = −w1[u]``, ``b1[p] = −b1[u]``, ``w2[:,p] = −w2[:,u]``:
         such a pair adds the affine map ``w2[:,u]·(w1[u]·x + b1[u])`` whatever the input."""
-        partner = identity_partners([r | {-1: b} for r, b in zip(self.w1, self.b1)], self.columns)
+        partner = identity_partners([r | {CONSTANT: b} for r, b in zip(self.w1, self.b1)], self.columns)
         return sorted((u, p) for u, p in partner.items() if u < p)
 
     @cached_property
@@ -429,7 +430,7 @@ class Transformer:
         each block, in turn (one list, updated in place)."""
         if not self.is_hardmax:
             raise ValueError("a softmax Transformer has no exact rational value; "
-                             "use exactform.prove.softmax for a rigorous enclosure")
+                             "use exactform.certify.softmax for a rigorous enclosure")
         n = len(points)
         den = math.lcm(*(x.denominator for p in points for x in p))
         inputs = [Vector([p[i].numerator * (den // p[i].denominator) for p in points], den)

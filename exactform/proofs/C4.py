@@ -2,7 +2,7 @@
 T has 3L blocks, T tokens, n_l heads in layer l, width 1 + T + 3N (N = max n_l), and the
 parameter, non-zero and bit counts of the closed formula (``construct.predicted_sizes``), read
 off the built object and printed beside the Maxout net's own counts; and, independently, the
-certificate checker's own closed formula (``checker.walk.sizes``, standard library only, on the
+certificate checker's own closed formula (``checker.construction.sizes``, standard library only, on the
 models embedded in the certificate) agrees with the built sizes and the certificate's C4
 statement is the checker's.
 
@@ -12,8 +12,8 @@ import sys
 
 from _common import arguments, finish, pairs, write_certificate
 
-from exactform.checker import reader, walk
-from exactform.certificate.write import certify
+from exactform.checker import reader, construction
+from exactform.certify.write import certify
 from exactform.construct.maxout_to_transformer import measured_sizes, predicted_sizes, shift_constants, source_sizes
 
 
@@ -24,9 +24,9 @@ def main() -> int:
         cert = certify(net, tf)
         f, m, s = predicted_sizes(net, shift_constants(net)), measured_sizes(tf), source_sizes(net)
         doc = cert.document
-        formula, built = walk.sizes(reader.read_maxout(doc["maxout"], "maxout"),
+        formula, built = construction.sizes(reader.read_maxout(doc["maxout"], "maxout"),
                                        reader.read_transformer(doc["transformer"], "transformer"))
-        verdict = dict((c, (holds, words)) for c, holds, words in walk.verify(doc).claims)["C4"]
+        verdict = dict((c, (holds, words)) for c, holds, words in construction.verify(doc).claims)["C4"]
         match = f == m and formula == built and all(f[k] == built[k] for k in built if k != "blocks") \
             and len(built["blocks"]) == f["blocks"] and verdict[0] and not cert.problems["C4"]
         ok &= match

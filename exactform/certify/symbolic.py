@@ -31,7 +31,7 @@ import flint
 import sympy
 
 from ..geometry.bounds import BlockBounds, Interval, box_of, form_interval, maxout_bounds
-from ..geometry.forms import combine
+from ..forms import CONSTANT, combine
 from ..models import Attention, FeedForward, MaxoutNet, Transformer
 from ..models.transformer import identity_partners
 from ..numbers import QMatrix
@@ -87,16 +87,13 @@ class Analysis:
         return not self.defects and self.readout_ok
 
 
-ONE = -1
-"""The constant's key in a sparse affine form ``{variable: a, ONE: constant}`` (variables are the
-Maxout layer values, numbered from 0)."""
 
 Forms = list[list[dict]]
 """``X[t][r]``: coordinate r of token t as a sparse affine form of the current variables, with
 ``flint.fmpq`` coefficients (exact, and an order of magnitude faster than ``Fraction``)."""
 
 Q = flint.fmpq
-UNIT = {ONE: Q(1)}
+UNIT = {CONSTANT: Q(1)}
 
 
 def _q(v) -> Q:
@@ -114,7 +111,7 @@ def _rows(rows: list[dict]) -> list[dict]:
 
 def _interval(form: dict, box: list[tuple]) -> Interval:
     """``form_interval`` over an ``fmpq`` box, as Fractions."""
-    lo, hi = form_interval(form, box, ONE)
+    lo, hi = form_interval(form, box, CONSTANT)
     return _fraction(lo), _fraction(hi)
 
 
@@ -128,7 +125,7 @@ def _affine(row: dict, bias, X: list[dict]) -> dict:
 
 
 def _piece_form(weights: list[Fraction], bias: Fraction) -> dict:
-    return {k: _q(a) for k, a in enumerate(weights) if a} | ({ONE: _q(bias)} if bias else {})
+    return {k: _q(a) for k, a in enumerate(weights) if a} | ({CONSTANT: _q(bias)} if bias else {})
 
 
 def analyse(net: MaxoutNet, tf: Transformer) -> Analysis:
@@ -163,12 +160,12 @@ def analyse(net: MaxoutNet, tf: Transformer) -> Analysis:
         X = _feedforward(result, b + 2, tf.blocks[b + 2], X, _box(box_of(bounds, [l, l + 1])))
         if X is None:
             return result
-        stale = [t for t, Xt in enumerate(X) if any(k != ONE and k < n_in for f in Xt for k in f)]
+        stale = [t for t, Xt in enumerate(X) if any(k != CONSTANT and k < n_in for f in Xt for k in f)]
         if stale:
             result.defects.append(f"block {b + 2} token {stale[0]}: after layer {l + 1} the state still "
                                   f"depends on the layer's input h^{l}")
             return result
-        X = [[{(k if k == ONE else k - n_in): a for k, a in f.items()} for f in Xt] for Xt in X]
+        X = [[{(k if k == CONSTANT else k - n_in): a for k, a in f.items()} for f in Xt] for Xt in X]
     readout = [_affine(row, _q(c), X[tf.readout_token]) for row, c in zip(_rows(tf.readout_weight), tf.readout_bias)]
     result.readout_ok = readout == [_piece_form(w, c) for w, c in zip(net.readout_weight, net.readout_bias)]
     if not result.readout_ok:
@@ -257,10 +254,10 @@ def _attention(result: Analysis, block: int, att: Attention, X: Forms, layer, n_
         query, key, value = _rows(head.query), _rows(head.key), _rows(head.value)[0]
         for t, Xt in enumerate(X):
             q = [_affine(row, 0, Xt) for row in query]
-            if any(k != ONE for f in q for k in f):
+            if any(k != CONSTANT for f in q for k in f):
                 result.defects.append(f"{where} token {t}: the query depends on the input")
                 return None
-            scale = _scale(combine((f.get(ONE, 0), k) for f, k in zip(q, key)), value)   # score: key·X_j
+            scale = _scale(combine((f.get(CONSTANT, 0), k) for f, k in zip(q, key)), value)   # score: key·X_j
             if scale is None or scale <= 0:
                 result.defects.append(f"{where} token {t}: the score is not a positive multiple of the value")
                 return None
@@ -281,7 +278,7 @@ def _attention(result: Analysis, block: int, att: Attention, X: Forms, layer, n_
     outputs = [combine((_q(row[0]), {n_in + i: Q(1)}) for i, row in
                        ((i, h.output[r]) for i, h in enumerate(att.heads)) if row.get(0)) for r in range(len(X[0]))]
     new = [[combine([(1, f), (1, o)]) if o else f for f, o in zip(Xt, outputs)] for Xt in X]
-    result.values.append([QMatrix.from_sparse([{(n_in if k == ONE else k): _fraction(a) for k, a in v.items()}
+    result.values.append([QMatrix.from_sparse([{(n_in if k == CONSTANT else k): _fraction(a) for k, a in v.items()}
                                                for v in vs], n_in + 1) for vs in chosen_values])
     result.states.append((block, new, box, []))
     return new

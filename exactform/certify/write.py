@@ -1,7 +1,7 @@
 """Writing certificates (docs/spec.md, "Certificates"), LRAT style: the prover does the search
-(``prove.symbolic.analyse``: the phase of every ReLU or its identity partner, the piece each head
+(``certify.symbolic.analyse``: the phase of every ReLU or its identity partner, the piece each head
 sees in each token) and the certificate carries it as hints, with both models embedded whole.  The
-statements are the checker's own (``exactform.checker.walk.derive`` on the finished document), so a
+statements are the checker's own (``exactform.checker.construction.derive`` on the finished document), so a
 certificate states exactly what ``exactform check`` re-derives.  The file is canonical and holds no
 time, host or path: certifying the same pair twice gives byte-identical files.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from ..checker import reader, walk
+from ..checker import reader, construction
 from ..models import MaxoutNet, Transformer
-from ..prove.symbolic import Analysis, analyse
+from .symbolic import Analysis, analyse
 
 PHASE_CODES = {"off": -1, "on": -2, "?": -1}
 """Hint codes of fixed phases (an undecided phase, "?", is written as off, which the checker refutes);
@@ -51,11 +51,11 @@ def document(kind: str, net_json: dict, tf_json: dict, hint: dict, extra: dict[s
     """The certificate of ``kind`` with the checker's statements, and the checker's verdicts
     ``{claim: (holds, statement or reason)}``; a claim that fails is stated as ``NOT PROVED: reason``."""
     doc = {"format": reader.FORMAT, "kind": kind, "maxout": net_json, "transformer": tf_json, "hints": hint,
-           "claims": [{"id": c, "statement": "", **extra.get(c, {})} for c in walk.CLAIMS[kind]]}
+           "claims": [{"id": c, "statement": "", **extra.get(c, {})} for c in construction.CLAIMS[kind]]}
     try:
-        derived = walk.derive(doc)[4]
+        derived = construction.derive(doc)[4]
     except reader.Malformed as e:            # hints the checker cannot read: the Transformer is not of the construction's shape
-        derived = {c: (False, f"the checker cannot follow the Transformer: {e}") for c in walk.CLAIMS[kind]}
+        derived = {c: (False, f"the checker cannot follow the Transformer: {e}") for c in construction.CLAIMS[kind]}
     for claim in doc["claims"]:
         holds, words = derived[claim["id"]]
         claim["statement"] = words if holds else f"NOT PROVED: {words}"
@@ -65,7 +65,7 @@ def document(kind: str, net_json: dict, tf_json: dict, hint: dict, extra: dict[s
 def certify(net: MaxoutNet, tf: Transformer, smt: bool = False, net_json: dict | None = None,
             tf_json: dict | None = None, timeout_ms: int = 60_000, executor=None) -> Certificate:
     """Prove C1–C4 for the pair and build the certificate.  ``net_json``/``tf_json``: the parsed
-    files, embedded as read.  ``smt``: also run the prover's Z3 queries (``prove.smt``), one task
+    files, embedded as read.  ``smt``: also run the prover's Z3 queries (``certify.smt``), one task
     each on ``executor``; they are reported, not embedded (``check --smt`` derives its own)."""
     a = analyse(net, tf)
     doc, derived = document("equality", net_json or net.to_json(), tf_json or tf.to_json(), hints(tf, a), {})
@@ -80,7 +80,7 @@ def certify(net: MaxoutNet, tf: Transformer, smt: bool = False, net_json: dict |
 def smt_queries(net: MaxoutNet, tf: Transformer, construction_holds: bool = True) -> dict[str, list]:
     """The prover's SMT-LIB queries per claim: C1 for T = 1…tokens, and, for a pair whose
     construction the symbolic pass accepted, C2 per ReLU pair and C3 per (layer, token, unit)."""
-    from ..prove.smt import c1_queries, c2_queries, c3_queries
+    from .smt import c1_queries, c2_queries, c3_queries
     groups = {"C1": c1_queries(max(tf.tokens, 1))}
     if construction_holds:
         groups |= {"C2": c2_queries(net, tf), "C3": c3_queries(net, tf)}
@@ -88,7 +88,7 @@ def smt_queries(net: MaxoutNet, tf: Transformer, construction_holds: bool = True
 
 
 def _run_smt(net, tf, cert: Certificate, timeout_ms: int, executor=None) -> None:
-    from ..prove.smt import solve
+    from .smt import solve
     groups = smt_queries(net, tf, not cert.problems["C3"])
     queries = [(claim, q) for claim, qs in groups.items() for q in qs]
     answers = (executor.map if executor else map)(partial(solve, timeout_ms=timeout_ms), [q.smtlib for _, q in queries])

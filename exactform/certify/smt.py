@@ -19,15 +19,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..geometry.bounds import Interval, maxout_bounds
-from ..geometry.forms import combine
+from ..forms import CONSTANT, combine
 from ..layout import CONSTRUCTION, SHAPES, Layout, padded_piece
 from ..models import FeedForward, MaxoutNet, Transformer
 
-ONE = ""
-"""Key of the constant term in an ``Affine`` form."""
 
 Affine = dict[str, Fraction]
-"""A linear form ``Σ coef·var + const`` as ``{var: coef, ONE: const}`` (zero entries omitted)."""
+"""A linear form ``Σ coef·var + const`` as ``{var: coef, CONSTANT: const}`` (zero entries omitted)."""
 
 State = dict[int, Affine]
 """A token column as one linear form per coordinate; coordinates absent are 0."""
@@ -58,7 +56,7 @@ def rational(q: Fraction | int) -> str:
 def term(form: Affine) -> str:
     parts = []
     for var, coef in form.items():
-        if var == ONE:
+        if var == CONSTANT:
             parts.append(rational(coef))
         elif coef == 1:
             parts.append(var)
@@ -70,7 +68,7 @@ def term(form: Affine) -> str:
 
 
 def constant(c: Fraction) -> Affine:
-    return {ONE: Fraction(c)} if c else {}
+    return {CONSTANT: Fraction(c)} if c else {}
 
 
 def row_times(row: dict[int, Fraction], state: State, bias: Fraction = Fraction(0)) -> Affine:
@@ -210,8 +208,8 @@ def c2_queries(net: MaxoutNet, tf: Transformer) -> list[Query]:
             for j in range(T):
                 k = 2 * (i * T + j)
                 u, v = ([row_times(block.w1[m], states[t], block.b1[m]) for t in range(T)] for m in (k, k + 1))
-                shifts = {(u[t].get(ONE, 0), v[t].get(ONE, 0)) for t in range(T) if t != j}
-                u_lin, v_lin = ({x: c for x, c in f[j].items() if x != ONE} for f in (u, v))
+                shifts = {(u[t].get(CONSTANT, 0), v[t].get(CONSTANT, 0)) for t in range(T) if t != j}
+                u_lin, v_lin = ({x: c for x, c in f[j].items() if x != CONSTANT} for f in (u, v))
                 u_other, v_other = (term(rename(f, h, h2)) for f in (u_lin, v_lin))
                 cases = []
                 for su, sv in sorted(shifts):
@@ -358,7 +356,7 @@ def end_to_end_query(net: MaxoutNet, tf: Transformer, max_parameters: int = E2E_
 
     def fresh(prefix: str, form: Affine) -> Affine:
         """A new variable equal to ``form`` (keeps terms short); constants stay constants."""
-        if set(form) <= {ONE}:
+        if set(form) <= {CONSTANT}:
             return form
         name = f"{prefix}_{len(names)}"
         names.append(name)
@@ -366,8 +364,8 @@ def end_to_end_query(net: MaxoutNet, tf: Transformer, max_parameters: int = E2E_
         return {name: Fraction(1)}
 
     def product(a: Affine, b: Affine) -> str:
-        if set(a) <= {ONE} or set(b) <= {ONE}:
-            c, f = (a.get(ONE, 0), b) if set(a) <= {ONE} else (b.get(ONE, 0), a)
+        if set(a) <= {CONSTANT} or set(b) <= {CONSTANT}:
+            c, f = (a.get(CONSTANT, 0), b) if set(a) <= {CONSTANT} else (b.get(CONSTANT, 0), a)
             return term(combine([(c, f)]))
         logic[0] = "QF_NRA"
         return f"(* {term(a)} {term(b)})"
@@ -380,8 +378,8 @@ def end_to_end_query(net: MaxoutNet, tf: Transformer, max_parameters: int = E2E_
                 act = []
                 for k in range(block.hidden):
                     pre = row_times(block.w1[k], state, block.b1[k])
-                    if set(pre) <= {ONE}:
-                        act.append(constant(max(pre.get(ONE, Fraction(0)), Fraction(0))))
+                    if set(pre) <= {CONSTANT}:
+                        act.append(constant(max(pre.get(CONSTANT, Fraction(0)), Fraction(0))))
                     else:
                         y = f"y{b}_{t}_{k}"
                         names.append(y)
