@@ -9,13 +9,12 @@ establish raises ``NotProved`` and nothing is returned for it; both are ``exactf
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence, TypeVar, Union
 
-from .errors import InputError, NotProved
+from .errors import Error, InputError, NotProved  # noqa: F401 (Error: re-exported by exactform)
 from .models import MaxoutNet, Transformer
 
 if TYPE_CHECKING:
@@ -85,7 +84,7 @@ def certify(net: MaxoutNet, tf: Transformer | None = None, smt: bool = False) ->
     """Prove C1–C4 for ``net`` and ``tf`` (default ``compile(net)``) and return the certificate
     (a dict in the ``exactform/certificate@2`` format); ``NotProved`` if a claim fails.  ``smt``:
     also run the prover's Z3 queries (``check(..., smt=True)`` derives and runs its own)."""
-    from .certify.write import certify as prove
+    from .provers.write import certify as prove
     from .layout import check_size
     _need(net, MaxoutNet, "certify")
     tf = compile_network(net) if tf is None else _need(tf, Transformer, "certify")
@@ -128,19 +127,10 @@ def check(certificate: dict[str, Any] | PathLike, maxout: MaxoutNet | PathLike |
     when a claim fails or the certificate is malformed (``known`` says why); a missing file raises
     ``InputError``, as ``load`` does."""
     from .checker.command import check_file
-    with tempfile.TemporaryDirectory(prefix="exactform-check-") as tmp:
-        names: dict[str, str] = {}
-        path = _as_file(certificate, Path(tmp) / "<certificate>", names)
-        models = {"maxout": maxout, "transformer": transformer, "a": a, "b": b, "net": net, "property": property}
-        bound = {role: str(_as_file(m, Path(tmp) / f"<{role}>", names)) for role, m in models.items() if m is not None}
-        result = check_file(str(path), smt, **bound)
-
-    def shown(text: object) -> str:        # the temporary files by the names the caller knows them by
-        text = str(text)
-        for file, name in names.items():
-            text = text.replace(file, name)
-        return text
-    return CheckResult(bool(result.ok), [(str(c), bool(h), shown(m)) for c, h, m in result.claims], shown(result.known))
+    models = {"maxout": maxout, "transformer": transformer, "a": a, "b": b, "net": net, "property": property}
+    bound = {role: _source(m, f"<{role}>") for role, m in models.items() if m is not None}
+    result = check_file(_source(certificate, "<certificate>"), smt, **bound)
+    return CheckResult(bool(result.ok), [(str(c), bool(h), str(m)) for c, h, m in result.claims], str(result.known))
 
 
 def import_network(path: PathLike, domain: Domain) -> MaxoutNet:
@@ -195,9 +185,9 @@ def approx(expr: str, domain: Domain, eps: Number | None = None, rank: int | Non
 def softmax(net: MaxoutNet, eps: Number) -> SoftmaxResult:
     """The token-shift Transformer of ``net`` with softmax(λ) attention, λ the least scale whose
     proven bound meets ``eps`` (claim C5); ``NotProved`` if none does."""
-    from .certify.write import certify_softmax
+    from .provers.write import certify_softmax
     from .numbers import RationalSyntaxError, parse_number
-    from .certify.softmax import depth_bound, log_lemma, scale_threshold, short_scale
+    from .provers.softmax import depth_bound, log_lemma, scale_threshold, short_scale
     _need(net, MaxoutNet, "softmax")
     try:
         eps = parse_number(eps)
@@ -345,14 +335,17 @@ def _need_file(path: PathLike, obj: object, cls: type[T]) -> T:
     return obj
 
 
-def _as_file(obj: object, tmp: Path, names: dict[str, str]) -> Path:
-    """A file for the checker: a path as given (``InputError`` if missing), or a model or certificate
-    written into the folder ``tmp`` (``names`` maps that file to how the caller knows it)."""
+def _source(obj: object, name: str):
+    """What the checker reads: a path as given (``InputError`` if missing), or a model or certificate as
+    canonical JSON in memory (``checker.reader.Blob``), named ``name`` in the checker's messages."""
+    from .checker.reader import Blob
+    from .formats import canonical_json
     if isinstance(obj, (str, os.PathLike)):
         if not Path(obj).is_file():
             raise InputError(str(obj), "", "no such file")
-        return Path(obj)
-    path = tmp.parent / f"{tmp.name.strip('<>')}.json"
-    save(obj, path)
-    names[str(path)] = tmp.name
-    return path
+        return str(obj)
+    if isinstance(obj, (MaxoutNet, Transformer)):
+        return Blob(name, canonical_json(obj.to_json()).encode())
+    if _is_certificate(obj):
+        return Blob(name, canonical_json(obj).encode())
+    raise TypeError(f"expected a MaxoutNet, a Transformer, a certificate dict or a path, got {type(obj).__name__}")

@@ -7,7 +7,7 @@ pieces of the token's slot) and ``out`` (the max over tokens).  Each Maxout laye
 blocks whose reads and writes are ``SHAPES``; unit i's slot j uses piece ``padded_piece(rank_i, j)``
 with the shift ``R_ij`` of ``shift_constants``; the sizes follow the closed formula ``closed_sizes`` (C4).
 
-``construct/`` builds from this module and ``certify/`` queries it; the checker keeps its own reading
+``construct/`` builds from this module and ``provers/`` queries it; the checker keeps its own reading
 of the format and imports nothing of it.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from inprocess import exactform as _in_process
 
-from exactform.certify.write import certify, certify_softmax
+from exactform.provers.write import certify, certify_softmax
 from exactform.checker.reader import ONE
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.geometry.enclosure import log_upper
@@ -77,7 +77,7 @@ def good(net):
 
 
 def softmax_certificate(net, lam=None, eps=Fraction(1, 1000)):
-    from exactform.certify.softmax import choose_scale
+    from exactform.provers.softmax import choose_scale
     scale = lam or choose_scale(net, eps)[0]
     tf = compile_maxout(net).with_attention(scale)
     return certify_softmax(net, tf, eps, log_upper(net.max_rank)).document

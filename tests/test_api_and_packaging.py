@@ -42,6 +42,18 @@ def test_mypy_strict_accepts_the_api_example_and_refuses_wrong_types(tmp_path):
     assert len(errors) == 5, done.stdout                        # none in examples/api.py
 
 
+def test_no_subpackage_shadows_an_api_name():
+    """Importing ``exactform.X.Y`` binds ``X`` on the package: no API function may share a package's name
+    (``exactform.certify`` once became a module after ``exactform.certify.write`` was imported)."""
+    import importlib
+    import types
+    for path in sorted((ROOT / "exactform").iterdir()):
+        if (path / "__init__.py").is_file() and path.name not in ("benchmarks",):
+            importlib.import_module(f"exactform.{path.name}")
+    shadowed = [n for n in exactform.__all__ if isinstance(getattr(exactform, n), types.ModuleType)]
+    assert shadowed == []
+
+
 def test_help_and_dir_show_the_api_with_its_signatures():
     import inspect
     import pydoc
@@ -60,7 +72,14 @@ def test_errors_are_one_hierarchy_of_value_errors():
     assert issubclass(exactform.InputError, exactform.Error) and issubclass(exactform.NotProved, exactform.Error)
 
 
-def test_check_raises_for_a_missing_file_and_names_no_temporary_file(tmp_path):
+def test_check_raises_for_a_missing_file_and_names_no_temporary_file(tmp_path, monkeypatch):
+    """Objects reach the checker in memory (``checker.reader.Blob``): no file is written, a tampered one is refused."""
+    import tempfile
+
+    def no_files(*args, **kwargs):
+        raise AssertionError("check wrote a temporary file")
+    for name in ("TemporaryDirectory", "mkdtemp", "mkstemp", "NamedTemporaryFile"):
+        monkeypatch.setattr(tempfile, name, no_files)
     with pytest.raises(exactform.InputError, match="missing.cert.json: no such file"):
         exactform.check(tmp_path / "missing.cert.json")
     net = exactform.load_maxout(EXAMPLES / "abs.json")
@@ -69,6 +88,9 @@ def test_check_raises_for_a_missing_file_and_names_no_temporary_file(tmp_path):
     result = exactform.check({**cert, "claims": "none"})                  # malformed: falsy, saying why
     assert not result and result.known.startswith("<certificate>") and "exactform-check-" not in result.known, \
         result.known
+    tampered = exactform.check(cert, maxout=exactform.approx("Abs(x)", [(-1, 1)], eps="1/2"),
+                               transformer=exactform.compile(net))
+    assert not tampered and ("binding", False, "the certificate's maxout is not the model in <maxout>") in tampered.claims
 
 
 def test_typed_loaders_refuse_the_other_kinds(tmp_path):

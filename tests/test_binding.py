@@ -173,12 +173,13 @@ def test_reader_decodes_every_shipped_acasxu_network_as_onnx_does():
     onnx = pytest.importorskip("onnx")
     from onnx import numpy_helper
 
-    from exactform.checker.onnx_reader import Wire, read_file
+    from exactform.checker.onnx_reader import MAX_BYTES, Wire
+    from exactform.checker.reader import contents
     files = sorted(ACAS.glob("*.onnx"))
     assert len(files) == 45
     for path in files:
         wire = Wire(path)
-        graph = wire.message(wire.one(wire.message(read_file(path), "model", {7: "graph"}), 7, 2, "graph"), "graph", {5: "i"})
+        graph = wire.message(wire.one(wire.message(memoryview(contents(path, MAX_BYTES)), "model", {7: "graph"}), 7, 2, "graph"), "graph", {5: "i"})
         ours = [wire.tensor(data, "initializer") for data in wire.many(graph, 5, "initializer")]
         theirs = [numpy_helper.to_array(t) for t in onnx.load(str(path)).graph.initializer]
         assert [(c.shape, c.values) for c in ours] == [(a.shape, [Fraction(float(x)) for x in a.ravel()]) for a in theirs]

@@ -329,8 +329,8 @@ def test_mutation_fuzz_never_crashes_the_checker():
 
 def test_hints_the_checker_cannot_read_are_a_failed_claim_not_a_traceback():
     """Certify of a net with a Transformer of another shape: every claim is NOT PROVED with the checker's
-    reason, never the checker's Malformed raised out of certify.write.document."""
-    from exactform.certify.write import document
+    reason, never the checker's Malformed raised out of provers.write.document."""
+    from exactform.provers.write import document
     net, tf, _ = good(NETS["ragged"]())
     doc, derived = document("equality", net.to_json(), tf.to_json(), {"phases": [], "pieces": []}, {})
     assert all(not holds for holds, _ in derived.values())

@@ -263,7 +263,7 @@ def exp_lower(U: Fraction, m: int, b: int) -> Fraction:
 
 def short_log_upper(T: int) -> Fraction:
     """A U ≥ ln T on the grid 2^-64 whose ``exp_lower`` reaches T: the tool's U rounded up, plus 2^-64."""
-    from exactform.certify.softmax import log_upper
+    from exactform.provers.softmax import log_upper
     U = Fraction(math.ceil(log_upper(T) * 2 ** 64) + 1, 2 ** 64)
     assert exp_lower(U, *EXP_LOWER) >= T
     return U

@@ -1,5 +1,5 @@
 """The package's import rules, read from the source with ``ast`` (imports inside functions included):
-the layers ``numbers``/``models`` < ``layout``, ``geometry`` < ``certify``, ``search``, ``construct`` < commands, and
+the layers ``numbers``/``models`` < ``layout``, ``geometry`` < ``provers``, ``search``, ``construct`` < commands, and
 an independent checker."""
 import ast
 import sys
@@ -58,19 +58,19 @@ def offending(importers: tuple[str, ...], imported: tuple[str, ...]) -> list[tup
 
 def test_imports_are_read():
     """The reader sees module-level, relative and function-level imports."""
-    assert "exactform.geometry.bounds" in GRAPH["exactform.certify.symbolic"]
+    assert "exactform.geometry.bounds" in GRAPH["exactform.provers.symbolic"]
     assert "exactform.checker.smt" in GRAPH["exactform.checker.construction"]       # inside a function
     assert "exactform.layout" in GRAPH["exactform.construct.maxout_to_transformer"]
     assert {"flint", "fractions"} <= GRAPH["exactform.numbers"]
 
 
 def test_provers_and_construct_do_not_import_each_other():
-    assert offending(("certify", "search"), ("construct",)) == []
-    assert offending(("construct",), ("certify", "search")) == []
+    assert offending(("provers", "search"), ("construct",)) == []
+    assert offending(("construct",), ("provers", "search")) == []
 
 
 def test_geometry_and_layout_sit_below_prove_and_construct():
-    assert offending(("geometry", "layout"), ("certify", "search", "construct", "commands", "cli")) == []
+    assert offending(("geometry", "layout"), ("provers", "search", "construct", "commands", "cli")) == []
 
 
 def test_layout_is_standard_library_only():

@@ -11,7 +11,7 @@ from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.geometry.bounds import magnitude, maxout_bounds
 from exactform.layout import padded_piece
 from exactform.models import load_model
-from exactform.certify.smt import (c1_queries, c2_queries, c3_queries, end_to_end_query, rational,
+from exactform.provers.smt import (c1_queries, c2_queries, c3_queries, end_to_end_query, rational,
                                  run_queries, solve, solvers)
 from exactform.proofs.nets import random_net, relu_net
 

@@ -10,7 +10,7 @@ import pytest
 from exactform.proofs.nets import random_net
 
 from exactform.checker import construction as checker
-from exactform.certify.write import certify, certify_softmax
+from exactform.provers.write import certify, certify_softmax
 from exactform.cli import main
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.formats import load_json
@@ -18,7 +18,7 @@ from exactform.geometry.bounds import magnitude, maxout_bounds
 from exactform.geometry.enclosure import enclose, log_upper, softmax_error
 from exactform.models import MaxoutNet, Transformer
 from exactform.numbers import format_rational
-from exactform.certify.softmax import (choose_scale, counterexample, depth_bound, gap_lemma, log_bound, log_lemma,
+from exactform.provers.softmax import (choose_scale, counterexample, depth_bound, gap_lemma, log_bound, log_lemma,
                                      scale_threshold)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

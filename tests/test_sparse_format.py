@@ -106,7 +106,7 @@ def _wide_net() -> MaxoutNet:
 
 def test_sparse_lists_of_rows_are_written_read_and_checked(tmp_path):
     from exactform.checker import command as checker
-    from exactform.certify.write import certify
+    from exactform.provers.write import certify
     from exactform.formats import encode_sparse_rows
     net = _wide_net()
     tf = compile_maxout(net)
@@ -140,7 +140,7 @@ def test_sparse_lists_of_rows_are_written_read_and_checked(tmp_path):
 def test_hostile_sparse_lists_of_rows_are_refused_by_both_readers(tmp_path, output, message):
     """The models' reader and the checker refuse the same malformed lists, naming the field."""
     from exactform.checker import command as checker
-    from exactform.certify.write import certify
+    from exactform.provers.write import certify
     net = _wide_net()
     tf = compile_maxout(net)
     assert tf.width == 39

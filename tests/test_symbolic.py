@@ -1,4 +1,4 @@
-"""certify.symbolic: C1, C3 and the per-token Transformer bounds."""
+"""provers.symbolic: C1, C3 and the per-token Transformer bounds."""
 import itertools
 import random
 from fractions import Fraction
@@ -9,7 +9,7 @@ from exactform.proofs.nets import random_net, random_points, relu_net
 from exactform.construct.maxout_to_transformer import compile_maxout, shift_constants
 from exactform.models import Head
 from exactform.models.stream import fractions
-from exactform.certify.symbolic import analyse, hardmax_max_identity, transformer_bounds, weak_orderings
+from exactform.provers.symbolic import analyse, hardmax_max_identity, transformer_bounds, weak_orderings
 
 SHAPES = [([2, 3, 2], 3, 1), ([1, 1], 1, 1), ([3, 4, 4, 2], 4, 3), ([2, 2], 2, 2)]
 

@@ -12,7 +12,7 @@ from exactform.benchmarks.timing import table
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.models import load_model
 from exactform.proofs.nets import relu_net
-from exactform.certify.smt import c2_queries, c3_queries, end_to_end_query, run_queries
+from exactform.provers.smt import c2_queries, c3_queries, end_to_end_query, run_queries
 
 
 def timed(fn):

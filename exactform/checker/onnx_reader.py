@@ -21,7 +21,6 @@ reads a value of an earlier frame (a skip connection) is refused.  The function 
 output, flattened row-major, is the read-out."""
 
 import math
-import os
 import struct
 from fractions import Fraction
 from itertools import product
@@ -29,7 +28,7 @@ from typing import NamedTuple
 
 from .cost import beyond, weight
 from .nnet_reader import IMPORTED_JSON, MAX_WEIGHTS, piece, relu_layer
-from .reader import ONE, Malformed, combine
+from .reader import ONE, Malformed, combine, contents
 
 MAX_BYTES = 1 << 24  # an ONNX file: 2·10^6 float32 weights take 8 MB; skipping 16 MiB of fields takes ~3 CPU s
 MAX_FIELDS = 2 * 10**5  # protobuf fields kept while reading one file (ACAS Xu: 253)
@@ -246,25 +245,11 @@ def signed(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def read_file(path) -> memoryview:
-    """An ONNX regular file of at most MAX_BYTES, as bytes."""
-    try:
-        if not os.path.isfile(path):
-            raise Malformed(f"{path}: {'not a regular file' if os.path.exists(path) else 'No such file or directory'}")
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError as e:
-        raise Malformed(f"{path}: {e.strerror}") from None
-    if len(data) > MAX_BYTES:
-        raise Malformed(f"{path}: larger than {MAX_BYTES} bytes: beyond the checker's limit")
-    return memoryview(data)
-
-
 def read_onnx(path) -> tuple:
     """``(inputs, layers, readout)``: the network of the ONNX file as exact ReLU layers and read-out
     (``reader.Maxout``'s shapes), by the rules of the module docstring."""
     wire = Wire(path)
-    model = wire.message(read_file(path), "model", {7: "graph"})
+    model = wire.message(memoryview(contents(path, MAX_BYTES)), "model", {7: "graph"})
     graph = wire.one(model, 7, 2, "model.graph")
     if graph is None:
         wire.fail("model", "no graph")

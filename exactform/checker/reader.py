@@ -36,18 +36,42 @@ class _Float(str):
     """A JSON float literal or constant, kept so that the reader can name its field."""
 
 
+class Blob(NamedTuple):
+    """A file's bytes held in memory (the API's documents), named as its errors name it."""
+
+    name: str
+    data: bytes
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def contents(source, limit: int | None = None, gz: bool = False) -> bytes:
+    """The bytes of ``source`` (a ``Blob``, or the path of a regular file, decompressed if ``gz`` and it is
+    named *.gz), at most ``limit`` of them (default ``MAX_BYTES``); every file the checker reads is read here."""
+    limit = MAX_BYTES if limit is None else limit
+    if isinstance(source, Blob):
+        data = source.data[: limit + 1]
+    else:
+        try:
+            if not os.path.isfile(source):
+                why = "not a regular file" if os.path.exists(source) else "No such file or directory"
+                raise Malformed(f"{source}: {why}")
+            with (gzip.open if gz and str(source).endswith(".gz") else open)(source, "rb") as f:
+                data = f.read(limit + 1)
+        except (OSError, EOFError, zlib.error) as e:
+            raise Malformed(f"{source}: {getattr(e, 'strerror', None) or e}") from None
+    if len(data) > limit:
+        raise Malformed(
+            f"{source}: larger than {limit} bytes{' (decompressed)' if gz else ''}: beyond the checker's limit"
+        )
+    return data
+
+
 def load(path) -> object:
-    """A JSON regular file (gzip if named *.gz) of at most MAX_BYTES whose parse is estimated to fit
-    in MAX_MEMORY; floats and 40+-digit integers kept as markers to refuse."""
-    try:
-        if not os.path.isfile(path):
-            raise Malformed(f"{path}: {'not a regular file' if os.path.exists(path) else 'No such file or directory'}")
-        with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-            if len(data) > MAX_BYTES:
-                raise Malformed(f"{path}: larger than {MAX_BYTES} bytes (decompressed): beyond the checker's limit")
-    except (OSError, EOFError, zlib.error) as e:
-        raise Malformed(f"{path}: {getattr(e, 'strerror', None) or e}") from None
+    """A JSON document (``contents``) whose parse is estimated to fit in MAX_MEMORY; floats and
+    40+-digit integers kept as markers to refuse."""
+    data = contents(path, gz=True)
     # CPython's sizes, rounded up: a list 64 B + 16 B an entry, an object 240 B + 100 B a member,
     # a string 50 B + its text
     memory = (

@@ -21,8 +21,24 @@ from .cost import MAX_WORK, ROW, WALK_WORK, Budget, LeafCost, beyond, bits, digi
 from .forms import Forms, covering, outputs, read_model
 from . import vnnlib
 from .relax import LeafRows, gap_signs, infeasible, tightening
-from .reader import FORMAT, ONE, Malformed, Refuted, box, combine, fields, integer, items, load, rational, row, Tally
-from .reader import read_maxout, read_transformer
+from .reader import (
+    FORMAT,
+    ONE,
+    Malformed,
+    Refuted,
+    Tally,
+    box,
+    combine,
+    contents,
+    fields,
+    integer,
+    items,
+    load,
+    rational,
+    read_maxout,
+    read_transformer,
+    row,
+)
 
 KIND, CLAIM = "verification", "V1"
 MAX_TREE = 10**6  # tree nodes over all disjuncts: bounds the work on a hostile certificate
@@ -41,11 +57,8 @@ def atom_form(atom: dict, xs: int, ys: list) -> dict:
 
 
 def sha256_file(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    """The SHA-256 of the file's bytes as stored (a *.gz file not decompressed)."""
+    return hashlib.sha256(contents(path)).hexdigest()
 
 
 def statement(sources: dict, disjuncts: int, eps: Fraction | None = None) -> str:

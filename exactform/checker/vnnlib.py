@@ -13,12 +13,11 @@ disjuncts and the atoms of the expansion."""
 
 from __future__ import annotations
 
-import os
 import re
 from fractions import Fraction
 from typing import NamedTuple
 
-from .reader import MAX_BYTES, MAX_DIGITS, MAX_ENTRIES, Malformed
+from .reader import MAX_DIGITS, MAX_ENTRIES, Malformed, contents
 
 MAX_DISJUNCTS = 10**4
 """Disjuncts of the expanded property."""
@@ -70,21 +69,13 @@ def rows(prop: Property) -> list:
 
 
 def text(path) -> str:
-    """The file's text: a regular file of at most ``MAX_BYTES`` bytes, UTF-8."""
+    """The UTF-8 text of a file or ``reader.Blob`` of at most ``MAX_BYTES`` bytes (``reader.contents``)."""
     try:
-        if not os.path.isfile(path):
-            raise Unreadable(
-                path,
-                "",
-                "cannot read: " + ("not a regular file" if os.path.exists(path) else "No such file or directory"),
-            )
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-        if len(data) > MAX_BYTES:
-            raise Unreadable(path, "", f"larger than {MAX_BYTES} bytes: beyond the reader's limit")
+        data = contents(path)
+    except Malformed as e:
+        raise Unreadable(path, "", f"cannot read: {str(e).removeprefix(f'{path}: ')}") from None
+    try:
         return data.decode("utf-8")
-    except OSError as e:
-        raise Unreadable(path, "", f"cannot read: {e.strerror}") from None
     except UnicodeDecodeError as e:
         raise Unreadable(path, "", f"cannot read: {e}") from None
 

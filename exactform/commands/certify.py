@@ -22,7 +22,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..certify.write import certify, smt_queries
+    from ..provers.write import certify, smt_queries
     from ..layout import check_size
     from ..formats import InputError, load_json, output_file, output_folder, write_json
     from ..models import MaxoutNet, Transformer

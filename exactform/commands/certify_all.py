@@ -127,7 +127,7 @@ def certify_network(job: tuple[str, str, list | None, str | None]) -> dict:
     import tempfile
     import zlib
 
-    from ..certify.write import certify
+    from ..provers.write import certify
     from ..checker.command import check_file
     from ..construct.maxout_to_transformer import compile_maxout
     from ..formats import InputError, canonical_json, load_json

@@ -36,7 +36,7 @@ def _rational_arg(text: str, name: str):
 def run(args) -> int:
     from ..construct.maxout_to_transformer import compile_maxout
     from ..geometry.enclosure import enclose
-    from ..certify.softmax import depth_bound, log_lemma, scale_threshold, short_scale
+    from ..provers.softmax import depth_bound, log_lemma, scale_threshold, short_scale
     from ..points import check_domain, read_points
 
     output_file(args.output, "-o")
@@ -65,7 +65,7 @@ def run(args) -> int:
     if proved:
         write_json(args.output, tf.to_json())
         if args.cert:
-            from ..certify.write import certify_softmax
+            from ..provers.write import certify_softmax
             cert = certify_softmax(net, tf, eps, result.log_tokens)
             if not cert.holds:
                 print(f"NOT certified: {next(p for ps in cert.problems.values() for p in ps)}")

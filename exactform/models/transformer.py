@@ -430,7 +430,7 @@ class Transformer:
         each block, in turn (one list, updated in place)."""
         if not self.is_hardmax:
             raise ValueError("a softmax Transformer has no exact rational value; "
-                             "use exactform.certify.softmax for a rigorous enclosure")
+                             "use exactform.provers.softmax for a rigorous enclosure")
         n = len(points)
         den = math.lcm(*(x.denominator for p in points for x in p))
         inputs = [Vector([p[i].numerator * (den // p[i].denominator) for p in points], den)

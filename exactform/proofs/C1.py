@@ -3,9 +3,9 @@ returns the maximum of its values over the tokens, ties included.
 
 Proved three ways: symbolically with SymPy for every weak ordering of T = 1..4 values (argmax set
 decided by the signs of symbolic gaps, output simplified against ``Max``); over the reals with Z3
-for T = 1..8 when ``exactform.certify.smt`` is installed (unsat queries); and per instance, for
+for T = 1..8 when ``exactform.provers.smt`` is installed (unsat queries); and per instance, for
 every head of the Transformers compiled from the example and random nets (each is recognised as
-a max head of its unit by ``certify.symbolic.analyse`` and by the checker's ``checker.construction.Walk``).
+a max head of its unit by ``provers.symbolic.analyse`` and by the checker's ``checker.construction.Walk``).
 
 Run: ``python proofs/C1.py [--json] [--out DIR]``; exit 0 when proved, 1 otherwise.
 """
@@ -15,8 +15,8 @@ import time
 from _common import arguments, finish, pairs, write_certificate
 
 from exactform.checker import reader, construction
-from exactform.certify.write import certify
-from exactform.certify.symbolic import hardmax_max_identity
+from exactform.provers.write import certify
+from exactform.provers.symbolic import hardmax_max_identity
 
 
 def main() -> int:
@@ -27,9 +27,9 @@ def main() -> int:
         n = hardmax_max_identity(T)
         print(f"SymPy: T = {T}: hardmax output = Max(v) for all {n} weak orderings ({time.perf_counter() - start:.2f} s)")
     try:
-        from exactform.certify.smt import c1_queries, solve
+        from exactform.provers.smt import c1_queries, solve
     except ImportError:
-        print("Z3: exactform.certify.smt is not available; the real-arithmetic proof for T = 1..8 was not run")
+        print("Z3: exactform.provers.smt is not available; the real-arithmetic proof for T = 1..8 was not run")
     else:
         for q in c1_queries(8):
             answer = solve(q.smtlib)

@@ -20,7 +20,7 @@ from _common import example_nets
 
 from exactform.construct.maxout_to_transformer import compile_maxout
 from exactform.models import Box, MaxoutLayer, MaxoutNet
-from exactform.certify.smt import c1_queries, c2_queries, run_queries
+from exactform.provers.smt import c1_queries, c2_queries, run_queries
 
 
 def random_relu_net(seed: int, dims: list[int]) -> MaxoutNet:

@@ -1,7 +1,7 @@
 """Claim C3 (exact equality): ``Tf(x) = M(x)`` for every x in the domain, for the Transformers
 compiled from the example and random nets.
 
-The proof (``exactform.certify.symbolic.analyse``): per block and token every ReLU has a phase fixed
+The proof (``exactform.provers.symbolic.analyse``): per block and token every ReLU has a phase fixed
 by exact interval bounds over the Maxout boxes or is half of an identity pair; the composed affine
 maps give each token a piece of each unit, shown here as a SymPy identity ``values = pieces``;
 every head returns its unit's maximum (C1); the read-out is the Maxout read-out.  Cross-checks:
@@ -19,9 +19,9 @@ import sympy
 from _common import arguments, finish, nets, write_certificate
 from nets import random_points, tie_points
 
-from exactform.certify.write import certify
+from exactform.provers.write import certify
 from exactform.construct.maxout_to_transformer import compile_maxout, shift_constants
-from exactform.certify.symbolic import analyse
+from exactform.provers.symbolic import analyse
 
 
 def sympy_identity(net, analysis, l: int) -> bool:

@@ -13,7 +13,7 @@ import sys
 from _common import arguments, finish, pairs, write_certificate
 
 from exactform.checker import reader, construction
-from exactform.certify.write import certify
+from exactform.provers.write import certify
 from exactform.construct.maxout_to_transformer import measured_sizes, predicted_sizes, shift_constants, source_sizes
 
 

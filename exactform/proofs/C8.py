@@ -17,7 +17,7 @@ from pathlib import Path
 from _common import arguments, finish, pairs, write_certificate
 
 from exactform.checker.command import check_file
-from exactform.certify.write import certify
+from exactform.provers.write import certify
 from exactform.construct.maxout_to_transformer import compile_maxout, shift_constants
 from exactform.formats import write_json
 

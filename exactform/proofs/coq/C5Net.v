@@ -11,7 +11,7 @@
     error grows per layer as e_ℓ = lip_ℓ·e_{ℓ−1} + ln T/λ (e_0 = 0), and the margin
     |a_ij(h^{ℓ−1}(x))| + ‖W_ij‖₁·e_{ℓ−1} ≤ R_ij ([softmax_margin]; the padded piece of every
     slot) keeps the soft trajectory inside the shifts. These are the recursion and the margin
-    test of `exactform softmax` (exactform/certify/softmax.py, with a rational U ≥ ln T). *)
+    test of `exactform softmax` (exactform/provers/softmax.py, with a rational U ≥ ln T). *)
 From Coq Require Import Reals QArith Qreals Lra Lia List Arith Bool.
 From Exactform Require Import Defs Sums C1 C3 C5.
 Import ListNotations.

@@ -1,5 +1,5 @@
 """Writing certificates (docs/spec.md, "Certificates"), LRAT style: the prover does the search
-(``certify.symbolic.analyse``: the phase of every ReLU or its identity partner, the piece each head
+(``provers.symbolic.analyse``: the phase of every ReLU or its identity partner, the piece each head
 sees in each token) and the certificate carries it as hints, with both models embedded whole.  The
 statements are the checker's own (``exactform.checker.construction.derive`` on the finished document), so a
 certificate states exactly what ``exactform check`` re-derives.  The file is canonical and holds no
@@ -65,7 +65,7 @@ def document(kind: str, net_json: dict, tf_json: dict, hint: dict, extra: dict[s
 def certify(net: MaxoutNet, tf: Transformer, smt: bool = False, net_json: dict | None = None,
             tf_json: dict | None = None, timeout_ms: int = 60_000, executor=None) -> Certificate:
     """Prove C1–C4 for the pair and build the certificate.  ``net_json``/``tf_json``: the parsed
-    files, embedded as read.  ``smt``: also run the prover's Z3 queries (``certify.smt``), one task
+    files, embedded as read.  ``smt``: also run the prover's Z3 queries (``provers.smt``), one task
     each on ``executor``; they are reported, not embedded (``check --smt`` derives its own)."""
     a = analyse(net, tf)
     doc, derived = document("equality", net_json or net.to_json(), tf_json or tf.to_json(), hints(tf, a), {})
