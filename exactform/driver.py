@@ -118,9 +118,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         p.set_defaults(run=module.run)
         p.description = p.description or next(a.help for a in sub._choices_actions if a.dest == p.prog.split()[-1])
         p.epilog = p.epilog or EXIT_CODES
-        if "--timeout" not in p._option_string_actions:
+        try:
             p.add_argument("--timeout", dest="global_timeout", type=_timeout_seconds, metavar="SECONDS",
                            default=argparse.SUPPRESS, help="stop after SECONDS (exit 3, nothing half-written)")
+        except argparse.ArgumentError:  # the command's own --timeout (verify, equiv): the same meaning, exit 3
+            pass
     return parser
 
 
