@@ -17,6 +17,7 @@ import sys
 import time
 from fractions import Fraction
 
+import flint
 from _common import finish, nets
 
 from exactform.checker import construction
@@ -26,6 +27,8 @@ from exactform.geometry.enclosure import enclose, softmax_error
 from exactform.numbers import format_rational
 from exactform.provers.softmax import (choose_scale, counterexample, depth_bound, gap_bound, gap_lemma, log_bound,
                                      log_lemma)
+
+Q = flint.fmpq
 
 EPS = Fraction(1, 1000)
 
@@ -85,36 +88,49 @@ def sample_points(net, lam: Fraction, rng: random.Random) -> dict[str, list[list
     corners = [list(c) for c in box.corners()][:16]
     rand = [[lo + (hi - lo) * Fraction(rng.randint(0, 1024), 1024) for lo, hi in zip(box.lower, box.upper)]
             for _ in range(20)]
+    layers = exact_layers(net)
     ties, near = [], []
     for attempt in range(60):
         a, b = rand[attempt % len(rand)], [lo + (hi - lo) * Fraction(rng.randint(0, 1024), 1024)
                                           for lo, hi in zip(box.lower, box.upper)]
         l = rng.randrange(len(net.layers))
         i = rng.randrange(net.layers[l].units)
-        pa, pb = pieces(net, a)[l][i], pieces(net, b)[l][i]
+        a, b = [Q(v.numerator, v.denominator) for v in a], [Q(v.numerator, v.denominator) for v in b]
+        pa, pb = pieces(layers, a)[l][i], pieces(layers, b)[l][i]
         ja, jb = pa.index(max(pa)), pb.index(max(pb))
         if ja == jb:
             continue
-        for target, out in ((Fraction(0), ties), (Fraction(1) / lam, near), (Fraction(3) / lam, near)):
-            lo_t, hi_t = Fraction(0), Fraction(1)
+        for target, out in ((Q(0), ties), (1 / Q(lam.numerator, lam.denominator), near),
+                            (3 / Q(lam.numerator, lam.denominator), near)):
+            lo_t, hi_t = Q(0), Q(1)
             for _ in range(48):
                 mid = (lo_t + hi_t) / 2
                 x = [p + mid * (q - p) for p, q in zip(a, b)]
-                pv = pieces(net, x)[l][i]
+                pv = pieces(layers, x)[l][i]
                 lo_t, hi_t = (mid, hi_t) if pv[ja] - pv[jb] > target else (lo_t, mid)
-            out.append([p + lo_t * (q - p) for p, q in zip(a, b)])
+            out.append([fraction(p + lo_t * (q - p)) for p, q in zip(a, b)])
     return {"corners": corners, "ties": ties[:10], "near-ties": near[:20], "random": rand}
 
 
-def pieces(net, x: list[Fraction]) -> list[list[list[Fraction]]]:
-    """Exact piece values ``a^l_ij(h^{l−1}(x))`` of every layer."""
+def exact_layers(net) -> list[tuple[list, list]]:
+    """The net's Maxout layers as ``flint.fmpq`` (exact, and an order of magnitude faster than ``Fraction``)."""
+    return [([[[Q(w.numerator, w.denominator) for w in ws] for ws in wss] for wss in layer.weight],
+             [[Q(b.numerator, b.denominator) for b in bs] for bs in layer.bias]) for layer in net.layers]
+
+
+def pieces(layers, x: list) -> list[list[list]]:
+    """Exact piece values ``a^l_ij(h^{l−1}(x))`` of every layer (``exact_layers``)."""
     out, h = [], x
-    for layer in net.layers:
-        vals = [[sum((w * v for w, v in zip(ws, h)), Fraction(0)) + b for ws, b in zip(wss, bs)]
-                for wss, bs in zip(layer.weight, layer.bias)]
+    for weight, bias in layers:
+        vals = [[sum((w * v for w, v in zip(ws, h)), Q(0)) + b for ws, b in zip(wss, bs)]
+                for wss, bs in zip(weight, bias)]
         out.append(vals)
         h = [max(v) for v in vals]
     return out
+
+
+def fraction(q) -> Fraction:
+    return Fraction(int(q.p), int(q.q))
 
 
 def observed(net, tf, points: list[list[Fraction]]) -> tuple[Fraction, Fraction]:
