@@ -57,22 +57,29 @@ def _scaled(cube: list) -> tuple:
 
 def _dyadic(f: tuple, cube: list, up: bool) -> tuple:
     """An affine function of ``BITS``-bit dyadic coefficients above (``up``) or below f on the box: each
-    coefficient rounded, the constant moved by the residue's extreme over the box, so that the digits
-    of the functions do not grow from node to node."""
+    coefficient rounded (``outward``, in integers: m / 2^k), the constant moved by the residue's extreme over
+    the box, so that the digits of the functions do not grow from node to node."""
     den, nums = f
     d = len(cube)
-    exact = [Fraction(v, den) for v in nums[:d]]
-    coefficients = [outward(q, up) for q in exact]
-    residue = 0
-    for i, (q, c) in enumerate(zip(exact, coefficients)):
-        if q != c:
-            r = q - c
+    rounded, residue = [], Fraction(0)
+    for i, n in enumerate(nums[:d]):
+        if not n:
+            rounded.append((0, 0))
+            continue
+        g = math.gcd(n, den)
+        a, b = n // g, den // g
+        k = BITS - (abs(a).bit_length() - b.bit_length())
+        num, div = (a << k, b) if k >= 0 else (a, b << -k)
+        m = -(-num // div) if up else num // div
+        rounded.append((m, k) if k >= 0 else (m << -k, 0))
+        if m * div != num:
+            r = Fraction(num - m * div, div << k if k >= 0 else div >> -k)
             residue += r * cube[i][(r > 0) == up]
-    return _linear(
-        [(c, (1, [0] * i + [1] + [0] * (d - i))) for i, c in enumerate(coefficients) if c]
-        + [(outward(Fraction(nums[d], den) + residue, up), (1, [0] * d + [1]))],
-        d,
-    )
+    c = outward(Fraction(nums[d], den) + residue, up)
+    K = max(c.denominator.bit_length() - 1, *(k for _, k in rounded))
+    out = [m << K - k for m, k in rounded] + [c.numerator << K - c.denominator.bit_length() + 1]
+    g = math.gcd(1 << K, *out)
+    return (1 << K) // g, [v // g for v in out]
 
 
 def _constant(q: Fraction, d: int) -> tuple:
@@ -113,26 +120,44 @@ def through(form: dict, known: dict) -> tuple[dict, list]:
 
 
 def _prepared(form: dict, known: dict | None = None) -> tuple:
-    """A form ready for ``_side``: ``([(variable, a, a > 0)], constant, [(pair, c, c > 0)])``, read through
-    the pairs ``known`` when given."""
+    """A form ready for ``_side``: ``([(variable, a, a > 0)], constant, [(pair, c, c > 0)], integral)``, read
+    through the pairs ``known`` when given; ``integral``: ``(D, [(variable, D·a, a > 0)], D·constant, [(pair,
+    D·c, c > 0)])`` over the least common denominator D of its coefficients."""
     rest, terms = through(form, known) if known else (form, [])
+    variables = [(k, a, a > 0) for k, a in rest.items() if k != ONE]
+    constant, pairs = rest.get(ONE, Fraction(0)), [(j, c, c > 0) for j, c in terms]
+    D = math.lcm(constant.denominator, *(a.denominator for _, a, _ in variables + pairs))
     return (
-        [(k, a, a > 0) for k, a in rest.items() if k != ONE],
-        rest.get(ONE, Fraction(0)),
-        [(j, c, c > 0) for j, c in terms],
+        variables,
+        constant,
+        pairs,
+        (
+            D,
+            [(k, a.numerator * (D // a.denominator), positive) for k, a, positive in variables],
+            constant.numerator * (D // constant.denominator),
+            [(j, c.numerator * (D // c.denominator), positive) for j, c, positive in pairs],
+        ),
     )
 
 
 def _side(form: tuple, fns: list, d: int, up: bool, dfns: dict | None = None) -> tuple:
     """An affine function of x below (above, ``up``) the ``_prepared`` form on the box, from the
-    variables' functions (and its pairs' differences', ``dfns[j]``)."""
-    terms, const, pairs = form
-    return _linear(
-        [(a, fns[k][positive == up]) for k, a, positive in terms]
-        + [(c, dfns[j][positive == up]) for j, c, positive in pairs]
-        + ([(const, (1, [0] * d + [1]))] if const else []),
-        d,
-    )
+    variables' functions (and its pairs' differences', ``dfns[j]``): Σ (a/D)·f over one common denominator,
+    in integers."""
+    D, terms, constant, pairs = form[3]
+    fs = [fns[k][positive == up] for k, _, positive in terms]
+    ms = [a for _, a, _ in terms]
+    if pairs:
+        fs += [dfns[j][positive == up] for j, _, positive in pairs]
+        ms += [c for _, c, _ in pairs]
+    dens = [f[0] for f in fs]
+    E = math.lcm(*dens)
+    ws = [m * (E // n) for m, n in zip(ms, dens)]
+    nums = [sum(map(operator.mul, ws, column)) for column in zip(*(f[1] for f in fs))] if fs else [0] * (d + 1)
+    nums[d] += constant * E
+    D *= E
+    g = math.gcd(D, *nums)
+    return D // g, [v // g for v in nums]
 
 
 def _hinge(h: tuple, hl: Fraction, hu: Fraction, d: int) -> tuple:

@@ -490,7 +490,7 @@ def _met(key, lo: float, hi: float, shown: dict, tight: dict) -> tuple[float, fl
 
 def _prepared_floats(form: tuple) -> tuple:
     """A ``relax`` prepared form in floating point: (the parts of its rest, [(pair, coefficient)])."""
-    terms, const, pairs = form
+    terms, const, pairs, _ = form
     keys = np.array([k for k, _, _ in terms], dtype=int)
     return (keys, np.array([float(a) for _, a, _ in terms]), float(const)), [(j, float(c)) for j, c, _ in pairs]
 
