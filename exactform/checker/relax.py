@@ -405,6 +405,7 @@ class LeafRows:
             {p[2]: n for n, p in enumerate(pairs)},
             {},
         )
+        self.pivots = {}
         self.built, self.integers, self.plan = {}, {}, relaxation_plan(F, pairs)
         self.shared = F.__dict__.setdefault("relaxation_rows", {}).setdefault(tuple((p[0], p[2]) for p in pairs), {})
         tighten = self._tightened if self.tight or self.signs else None
@@ -453,19 +454,35 @@ class LeafRows:
                 for k, c in R.items():
                     T[k] += mu * c
 
-        for v in range(max(form, default=ONE), self.F.d - 1, -1):
-            n = self.second.get(v)
-            if n is not None:  # Δ's rows: +s·z_a, −s·z_a
+        d, gaps, second, pivots = self.F.d, self.gaps, self.second, self.pivots
+        for v in range(max(form, default=ONE), d - 1, -1):
+            if second and v in second:  # Δ's rows: +s·z_a, −s·z_a
+                n = second[v]
                 a = self.pairs[n][0]
                 if T[a]:
                     cancel(a, self.chords_at + 2 * n + ((T[a] > 0) == (self.pairs[n][1] > 0)))
-            k = v - self.F.d
-            if T[v] and k in self.gaps:
-                if k not in self.lows:  # z − p or z − q, once per node: its gap is final
-                    gl, gu = self.gaps[k]
-                    self.lows[k] = self.starts[k] + 2 + (gl < 0 and (gu <= 0 or gu < -gl))
-                cancel(v, self.starts[k] + 4 if T[v] > 0 else self.lows[k])
+            c, k = T[v], v - d
+            if c and k in gaps:  # cancel(v, its top row if c > 0, else z − p), inline
+                den, R, r = (pivots[k] if k in pivots else self.pivot(k))[c > 0]
+                if (D >> BITS) < den and refined < REFINE and den.bit_length() + 2 * BITS <= MAX_BITS:
+                    s, refined = den.bit_length() + 2 * BITS - D.bit_length(), refined + 1
+                    D, T, c = D << s, [e << s for e in T], c << s
+                if r and (r > 0) != (c > 0):
+                    mu = abs(c) // abs(r)
+                    if mu:
+                        for j, e in R.items():
+                            T[j] += mu * e
         return _maximum(self.bounds, D, T)
+
+    def pivot(self, k: int) -> tuple:
+        """Two-piece node k's rows for ``backsubstituted``, ``(D, R, R's coefficient of z_k)`` each: z − p or z − q
+        (p the piece its gap favours), then its top row; once its gap is final."""
+        gl, gu = self.gaps[k]
+        self.pivots[k] = tuple(
+            self.integral(i) + (self.integral(i)[1].get(self.F.d + k),)
+            for i in (self.starts[k] + 2 + (gl < 0 and (gu <= 0 or gu < -gl)), self.starts[k] + 4)
+        )
+        return self.pivots[k]
 
     def deltas(self, n: int) -> list:
         """Pair n's δ_0, δ_1 over the variables (``relaxation_plan``)."""
@@ -494,12 +511,40 @@ class LeafRows:
         return self.built[i]
 
     def integral(self, i: int) -> tuple[int, dict]:
-        """Row i as ``(D, {variable: integer})`` (``farkas_sum``), built once."""
+        """Row i as ``(D, {variable: integer})`` (``farkas_sum``), built once: a row z − p, and a stable node's
+        top row p − z or q − z, once per table (the same on every box); a chord in integers (``_chord``)."""
         if i not in self.integers:
-            k, j = self.slots[i]  # a row z − p is the same on every box: built once per table
-            store = self.shared if k is not None and k >= 0 and 2 <= j < 2 + len(self.F.nodes[k][1]) else {}
-            self.integers[i] = store[i] if i in store else store.setdefault(i, _integral(self[i][0]))
+            k, j = self.slots[i]
+            two = k is not None and k >= 0 and len(self.F.nodes[k][1]) == 2
+            if two and j == 4 and self.gaps[k][0] < 0 < self.gaps[k][1]:
+                self.integers[i] = self._chord(k, *self.gaps[k])
+            elif k is not None and k >= 0 and 2 <= j < 2 + len(self.F.nodes[k][1]) + two:
+                key = i if j < 4 or not two else ("top", i, self.gaps[k][0] >= 0)
+                self.integers[i] = (
+                    self.shared[key] if key in self.shared else self.shared.setdefault(key, _integral(self[i][0]))
+                )
+            else:
+                self.integers[i] = _integral(self[i][0])
         return self.integers[i]
+
+    def _chord(self, k: int, gl: Fraction, gu: Fraction) -> tuple[int, dict]:
+        """Node k's chord row q + λ·(g − gl) − z (``_row``) over its least common denominator, in integers from
+        q's and g's integral forms (built once per table)."""
+        if ("q", k) not in self.shared:
+            self.shared["q", k] = _integral(dict(self.F.nodes[k][1][1])), _integral(self.gap(k))
+        (Dq, Q), (Dg, G) = self.shared["q", k]
+        slope = outward(gu / (gu - gl), True)
+        c = -slope * gl
+        L = math.lcm(Dq, slope.denominator * Dg, c.denominator)
+        mq, mg = L // Dq, slope.numerator * (L // (slope.denominator * Dg))
+        R = {v: a * mq for v, a in Q.items()}
+        for v, a in G.items():
+            R[v] = R.get(v, 0) + a * mg
+        z = self.F.d + k
+        R[ONE], R[z] = R.get(ONE, 0) + c.numerator * (L // c.denominator), -L
+        R = {v: a for v, a in R.items() if a}
+        g = math.gcd(L, *R.values())
+        return L // g, {v: a // g for v, a in R.items()}
 
     def _row(self, k, j) -> dict:
         d = self.F.d
