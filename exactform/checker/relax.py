@@ -160,6 +160,11 @@ def _side(form: tuple, fns: list, d: int, up: bool, dfns: dict | None = None) ->
     return D // g, [v // g for v in nums]
 
 
+def _zero(form: tuple) -> bool:
+    """Whether the ``_prepared`` form is 0."""
+    return not form[0] and not form[1] and not form[2]
+
+
 def _hinge(h: tuple, hl: Fraction, hu: Fraction, d: int) -> tuple:
     """Affine functions of x below min(h, 0) and above max(h, 0), for h between the functions ``h`` on
     the box with h in [hl, hu]: the chords through the ends, slopes rounded up."""
@@ -255,7 +260,12 @@ def node_bounds(F, cube: list, pairs: list = (), tighten=None) -> tuple[list, di
         j = max(range(len(pieces)), key=lambda i: ivs[i][0] + ivs[i][1])
         below, above = sides[j][0], None
         if g is not None:
-            gside = (_side(g, fns, d, False), _side(g, fns, d, True))
+            if _zero(pieces[1]):  # g = p, or −q for p = 0 (a ReLU): its sides are p's, or q's negated
+                gside = sides[0]
+            elif _zero(pieces[0]):
+                gside = tuple((den, [-v for v in nums]) for den, nums in sides[1][::-1])
+            else:
+                gside = (_side(g, fns, d, False), _side(g, fns, d, True))
             gl, gu = (
                 outward(max(_extreme(gside[0], box, False), ivs[0][0] - ivs[1][1]), False),
                 outward(min(_extreme(gside[1], box, True), ivs[0][1] - ivs[1][0]), True),
@@ -288,13 +298,16 @@ def node_bounds(F, cube: list, pairs: list = (), tighten=None) -> tuple[list, di
                 hinges[n] = (fixed[0],)
                 fn = tuple(_side(delta[fixed[0]], fns, d, up, dfns) for up in (False, True))
             else:
-                hf = (_side(h, fns, d, False, dfns), _side(h, fns, d, True, dfns))
+                base = [_side(delta[1], fns, d, up, dfns) for up in (False, True)]
+                if _zero(delta[0]):  # h = −δ_1 (two ReLUs): its sides are δ_1's negated
+                    hf = tuple((den, [-v for v in nums]) for den, nums in base[::-1])
+                else:
+                    hf = (_side(h, fns, d, False, dfns), _side(h, fns, d, True, dfns))
                 hl, hu = outward(_extreme(hf[0], box, False), False), outward(_extreme(hf[1], box, True), True)
                 if tighten is not None:
                     hl, hu = tighten(("h", n), hl, hu, state)
                 hinges[n] = (hl, hu)
                 low, high = _hinge(hf, hl, hu, d)
-                base = [_side(delta[1], fns, d, up, dfns) for up in (False, True)]
                 fn = (
                     _linear([(Fraction(1), base[0]), (Fraction(1), low)], d),
                     _linear([(Fraction(1), base[1]), (Fraction(1), high)], d),
