@@ -253,3 +253,62 @@ def test_mutations_are_caught(monkeypatch):
         except AssertionError:
             caught += 1
     assert caught == 1
+
+
+def plain_backsubstitution(rows: LeafRows, f: dict, sign: int) -> Fraction:
+    """docs/spec.md §8's back-substitution entry by entry: every row built from its rational form
+    (``rows[i]``), every entry of it added, the pair's row first, then the node's top row or z − p."""
+    from exactform.checker.reader import MAX_BITS, ONE
+    from exactform.checker.relax import BITS, _integral, _maximum
+
+    D, form = _integral(f)
+    T, D, refined = [0] * (rows.F.d + len(rows.F.nodes) + 1), D << 3 * BITS, 0
+    for k, c in form.items():
+        T[k] = sign * c << 3 * BITS
+
+    def cancel(v: int, i: int) -> None:
+        nonlocal D, T, refined
+        den, R = _integral(rows[i][0])
+        if (D >> BITS) < den and refined < REFINE and den.bit_length() + 2 * BITS <= MAX_BITS:
+            s, refined = den.bit_length() + 2 * BITS - D.bit_length(), refined + 1
+            D, T = D << s, [c << s for c in T]
+        r = R.get(v)
+        if r and (r > 0) != (T[v] > 0):
+            mu = abs(T[v]) // abs(r)
+            for k, c in R.items():
+                T[k] += mu * c
+
+    for v in range(max(form, default=ONE), rows.F.d - 1, -1):
+        n = rows.second.get(v)
+        if n is not None and T[rows.pairs[n][0]]:
+            a = rows.pairs[n][0]
+            cancel(a, rows.chords_at + 2 * n + ((T[a] > 0) == (rows.pairs[n][1] > 0)))
+        k = v - rows.F.d
+        if T[v] and k in rows.gaps:
+            gl, gu = rows.gaps[k]
+            cancel(v, rows.starts[k] + 4 if T[v] > 0 else rows.starts[k] + 2 + (gl < 0 and (gu <= 0 or gu < -gl)))
+    return _maximum(rows.bounds, D, T)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_back_substitution_is_the_plain_rule(seed, monkeypatch):
+    """``backsubstituted``'s integer paths (rows built in integers, inert nodes' entries skipped, rows cached per
+    node) give the plain rule's bound exactly, call by call, on a ReLU net against its quantised copy (pairs)
+    and on Maxout nets of odd weights."""
+    rng = random.Random(20 + seed)
+    a = relu_net(rng, [2, 8, 8, 6], outputs=2)
+    b = odd_net(rng, [2, 5, 4], 2) if seed else random_net(rng, [2, 5, 4, 3], max_rank=3, outputs=2)
+    original, calls = LeafRows.backsubstituted, []
+
+    def compared(self, f, sign):
+        out = original(self, f, sign)
+        assert out == plain_backsubstitution(self, f, sign), (f, sign)
+        calls.append(out)
+        return out
+
+    monkeypatch.setattr(LeafRows, "backsubstituted", compared)
+    for Fm, related in (table(a, quantised(a, F(1, 5 + seed))), table(b, quantised(b, F(1, 3)))):
+        box = Fm.bounds[:Fm.d]
+        for cube in (box, sub_box(rng, box), sub_box(rng, box)):
+            LeafRows(Fm, cube, [], related, every(Fm, related))
+    assert len(calls) > 100

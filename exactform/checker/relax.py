@@ -418,7 +418,7 @@ class LeafRows:
             {p[2]: n for n, p in enumerate(pairs)},
             {},
         )
-        self.pivots = {}
+        self.pivots, self.inerts, self.firsts = {}, {}, {p[0] for p in pairs}
         self.built, self.integers, self.plan = {}, {}, relaxation_plan(F, pairs)
         self.shared = F.__dict__.setdefault("relaxation_rows", {}).setdefault(tuple((p[0], p[2]) for p in pairs), {})
         tighten = self._tightened if self.tight or self.signs else None
@@ -489,13 +489,29 @@ class LeafRows:
 
     def pivot(self, k: int) -> tuple:
         """Two-piece node k's rows for ``backsubstituted``, ``(D, R, R's coefficient of z_k)`` each: z − p or z − q
-        (p the piece its gap favours), then its top row; once its gap is final."""
-        gl, gu = self.gaps[k]
-        self.pivots[k] = tuple(
-            self.integral(i) + (self.integral(i)[1].get(self.F.d + k),)
-            for i in (self.starts[k] + 2 + (gl < 0 and (gu <= 0 or gu < -gl)), self.starts[k] + 4)
-        )
+        (p the piece its gap favours), then its top row; once its gap is final.  R without the entries of
+        ``inert`` variables: a back-substitution ends with their coefficients 0 whatever they were."""
+        z, (gl, gu) = self.F.d + k, self.gaps[k]
+        rows = []
+        for i in (self.starts[k] + 2 + (gl < 0 and (gu <= 0 or gu < -gl)), self.starts[k] + 4):
+            den, R = self.integral(i)
+            rows.append((den, {v: a for v, a in R.items() if v == z or not self.inert(v)}, R.get(z)))
+        self.pivots[k] = tuple(rows)
         return self.pivots[k]
+
+    def inert(self, v: int) -> bool:
+        """Whether variable v is a two-piece node whose rows are z − p = z and p − z = −z (p = 0 on the leaf), not a
+        pair's first (whose coefficient a pair's row reads before v's turn): ``backsubstituted`` reads its
+        coefficient c only at v's turn and cancels it to 0 (μ = |c|, D unrefined), whatever the rows above added."""
+        if v not in self.inerts:
+            k = v - self.F.d
+            if k < 0 or k not in self.gaps or v in self.firsts:
+                self.inerts[v] = False
+            else:
+                gl, gu = self.gaps[k]
+                low, top = self.starts[k] + 2 + (gl < 0 and (gu <= 0 or gu < -gl)), self.starts[k] + 4
+                self.inerts[v] = self.integral(low) == (1, {v: 1}) and self.integral(top) == (1, {v: -1})
+        return self.inerts[v]
 
     def deltas(self, n: int) -> list:
         """Pair n's δ_0, δ_1 over the variables (``relaxation_plan``)."""
