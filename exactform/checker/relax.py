@@ -418,7 +418,7 @@ class LeafRows:
             {p[2]: n for n, p in enumerate(pairs)},
             {},
         )
-        self.pivots, self.inerts, self.firsts = {}, {}, {p[0] for p in pairs}
+        self.pivots, self.inerts, self.leans, self.firsts = {}, {}, {}, {p[0] for p in pairs}
         self.built, self.integers, self.plan = {}, {}, relaxation_plan(F, pairs)
         self.shared = F.__dict__.setdefault("relaxation_rows", {}).setdefault(tuple((p[0], p[2]) for p in pairs), {})
         tighten = self._tightened if self.tight or self.signs else None
@@ -444,10 +444,10 @@ class LeafRows:
         enters as μ·R, μ = ⌊|c| / |R_v|⌋ ≥ 0 (exact; c's residue stays at v's bounds), D refined ``REFINE``
         times at most when a row's denominator comes within 2^BITS of it."""
         D, form = _integral(f)
-        T, D, integers, refined = (
+        T, D, leans, refined = (
             [0] * (self.F.d + len(self.F.nodes) + 1),
             D << 3 * BITS,
-            self.integers,
+            self.leans,
             0,
         )  # ONE = −1: last
         for k, c in form.items():
@@ -455,7 +455,7 @@ class LeafRows:
 
         def cancel(v: int, i: int):
             nonlocal D, T, refined
-            den, R = integers[i] if i in integers else self.integral(i)
+            den, R = leans[i] if i in leans else self.lean(i)
             if (D >> BITS) < den and refined < REFINE and den.bit_length() + 2 * BITS <= MAX_BITS:
                 s, refined = den.bit_length() + 2 * BITS - D.bit_length(), refined + 1
                 D, T = D << s, [c << s for c in T]
@@ -489,15 +489,23 @@ class LeafRows:
 
     def pivot(self, k: int) -> tuple:
         """Two-piece node k's rows for ``backsubstituted``, ``(D, R, R's coefficient of z_k)`` each: z − p or z − q
-        (p the piece its gap favours), then its top row; once its gap is final.  R without the entries of
-        ``inert`` variables: a back-substitution ends with their coefficients 0 whatever they were."""
+        (p the piece its gap favours), then its top row (``lean``); once its gap is final."""
         z, (gl, gu) = self.F.d + k, self.gaps[k]
         rows = []
         for i in (self.starts[k] + 2 + (gl < 0 and (gu <= 0 or gu < -gl)), self.starts[k] + 4):
-            den, R = self.integral(i)
-            rows.append((den, {v: a for v, a in R.items() if v == z or not self.inert(v)}, R.get(z)))
+            den, R = self.lean(i)
+            rows.append((den, R, R.get(z)))
         self.pivots[k] = tuple(rows)
         return self.pivots[k]
+
+    def lean(self, i: int) -> tuple[int, dict]:
+        """Row i for ``backsubstituted``: ``integral`` without the entries of ``inert`` variables (a back-substitution
+        ends with their coefficients 0 whatever they were; an inert node's own rows, of one entry, kept); built once
+        its variables' gaps are final."""
+        if i not in self.leans:
+            den, R = self.integral(i)
+            self.leans[i] = den, {v: a for v, a in R.items() if len(R) == 1 or not self.inert(v)}
+        return self.leans[i]
 
     def inert(self, v: int) -> bool:
         """Whether variable v is a two-piece node whose rows are z − p = z and p − z = −z (p = 0 on the leaf), not a
@@ -541,7 +549,8 @@ class LeafRows:
 
     def integral(self, i: int) -> tuple[int, dict]:
         """Row i as ``(D, {variable: integer})`` (``farkas_sum``), built once: a row z − p, and a stable node's
-        top row p − z or q − z, once per table (the same on every box); a chord in integers (``_chord``)."""
+        top row p − z or q − z, once per table (the same on every box); a chord and a pair's row over the variables in
+        integers (``_chord``, ``_pair_row``)."""
         if i not in self.integers:
             k, j = self.slots[i]
             two = k is not None and k >= 0 and len(self.F.nodes[k][1]) == 2
@@ -552,28 +561,37 @@ class LeafRows:
                 self.integers[i] = (
                     self.shared[key] if key in self.shared else self.shared.setdefault(key, _integral(self[i][0]))
                 )
+            elif k == -3:
+                self.integers[i] = self._pair_row(j)
             else:
                 self.integers[i] = _integral(self[i][0])
         return self.integers[i]
 
     def _chord(self, k: int, gl: Fraction, gu: Fraction) -> tuple[int, dict]:
-        """Node k's chord row q + λ·(g − gl) − z (``_row``) over its least common denominator, in integers from
-        q's and g's integral forms (built once per table)."""
+        """Node k's chord row q + λ·(g − gl) − z (``_row``) in integers from q's and g's integral forms (built once
+        per table)."""
         if ("q", k) not in self.shared:
             self.shared["q", k] = _integral(dict(self.F.nodes[k][1][1])), _integral(self.gap(k))
-        (Dq, Q), (Dg, G) = self.shared["q", k]
+        q, g = self.shared["q", k]
         slope = outward(gu / (gu - gl), True)
-        c = -slope * gl
-        L = math.lcm(Dq, slope.denominator * Dg, c.denominator)
-        mq, mg = L // Dq, slope.numerator * (L // (slope.denominator * Dg))
-        R = {v: a * mq for v, a in Q.items()}
-        for v, a in G.items():
-            R[v] = R.get(v, 0) + a * mg
-        z = self.F.d + k
-        R[ONE], R[z] = R.get(ONE, 0) + c.numerator * (L // c.denominator), -L
-        R = {v: a for v, a in R.items() if a}
-        g = math.gcd(L, *R.values())
-        return L // g, {v: a // g for v, a in R.items()}
+        return _combination([(Fraction(1), q), (slope, g), (Fraction(-1), (1, {self.F.d + k: 1}))], -slope * gl)
+
+    def _pair_row(self, j: int) -> tuple[int, dict]:
+        """Pair row j over the variables (``_row``'s k = −3) in integers from the integral forms of Δ, δ_0, δ_1
+        and h (built once per table)."""
+        n = j // 2
+        if ("pair", n) not in self.shared:
+            a, s, b, t = self.pairs[n][:4]
+            self.shared["pair", n] = [_integral(f) for f in (*self.deltas(n), self.hinge(n), {a: s, b: -t})]
+        d0, d1, h, delta = self.shared["pair", n]
+        state, lower, sign = self.hinges[n], j % 2 == 0, Fraction(1 if j % 2 == 0 else -1)
+        if len(state) == 1:
+            return _combination([(sign, delta), (-sign, (d0, d1)[state[0]])])
+        if state[0] >= 0 or state[1] <= 0:
+            return _combination([(sign, delta), (-sign, d1 if (state[0] >= 0) == lower else d0)])
+        hl, hu = state
+        r = outward((-hl if lower else hu) / (hu - hl), True)
+        return _combination([(sign, delta), (-sign, d1), (-sign * r, h)], sign * r * (hu if lower else hl))
 
     def _row(self, k, j) -> dict:
         d = self.F.d
@@ -638,6 +656,22 @@ def farkas_sum(rows, w: dict) -> tuple[int, list]:
         for k, v in nums.items():
             total[k] += m * v
     return D, total
+
+
+def _combination(parts: list, constant: Fraction = Fraction(0)) -> tuple[int, dict]:
+    """Σ q·R/D + constant over ``parts = [(q, (D, R))]`` (integral forms) as ``(D, {variable: integer})`` over its
+    least common denominator, zero entries dropped: ``_integral`` of the same sum, in integers."""
+    L = math.lcm(constant.denominator, *(q.denominator * D for q, (D, _) in parts))
+    out: dict = {}
+    for q, (D, R) in parts:
+        m = q.numerator * (L // (q.denominator * D))
+        for v, a in R.items():
+            out[v] = out.get(v, 0) + m * a
+    if constant:
+        out[ONE] = out.get(ONE, 0) + constant.numerator * (L // constant.denominator)
+    out = {v: a for v, a in out.items() if a}
+    g = math.gcd(L, *out.values())
+    return L // g, {v: a // g for v, a in out.items()}
 
 
 def _integral(form: dict) -> tuple[int, dict]:
