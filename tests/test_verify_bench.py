@@ -1,5 +1,6 @@
 """The verify benchmark: the shipped ACAS Xu instances, counterexamples decided exactly,
-disagreements decided, and the harness end to end on two tiny instances without Marabou."""
+disagreements decided, NeuralSAT's result files read, and the harness end to end on two tiny instances
+without Marabou or NeuralSAT."""
 import csv
 from collections import Counter
 from fractions import Fraction
@@ -70,16 +71,44 @@ def test_disagreements_are_decided_exactly(tiny):
         sat, vb.Result("unsat", checked="yes"), vb.Result("sat", assignment=real))
 
 
-def test_the_harness_on_two_tiny_instances_without_marabou(tmp_path, monkeypatch, capsys):
+def test_neuralsat_result_files_are_read_and_its_points_decided_exactly(tiny):
+    sat, unsat = tiny["sat_abs"], tiny["unsat_abs"]
+    found = vb.neuralsat_result("sat\n((X_0 -0.5)\n (X_1 0.5)\n (Y_0 0.5)\n (Y_1 0.5))\n", sat, 1.5, 2.0, "")
+    assert (found.verdict, found.checked, found.assignment["X_0"], found.cpu) == ("sat", "yes", -HALF, 1.5)
+    assert vb.neuralsat_result("sat\n((X_0 0.0)\n (X_1 0.0))", sat, 1, 1, "").checked == "no"    # y = (0, -1/2)
+    assert vb.neuralsat_result("unsat\n", unsat, 1, 1, "").checked == "-"                # floating point, unchecked
+    assert vb.neuralsat_result("timeout\n", unsat, 1, 1, "").verdict == "timeout"
+    assert (vb.neuralsat_result("early_stop\n", unsat, 1, 1, "").verdict,
+            vb.neuralsat_result("", unsat, 1, 1, "Traceback\nValueError: x").note) == ("unknown", "ValueError: x")
+
+
+def test_two_peers_disagreeing_are_decided_by_the_sat_point(tiny):
+    answers = {"exactform": vb.Result("not run"), "marabou": vb.Result("unsat"),
+               "neuralsat": vb.Result("sat", checked="yes")}
+    assert vb.disagreements(tiny["sat_abs"], answers) == (
+        [("DISAGREEMENT tiny/sat_abs: Marabou unsat, NeuralSAT sat: decided for NeuralSAT "
+          "(its point violates the property exactly)")], [])
+    answers["exactform"] = vb.Result("unsat", checked="no")
+    printed, misses = vb.disagreements(tiny["sat_abs"], answers)
+    assert len(printed) == 2 and misses == ["tiny/sat_abs: exactform's certificate is not accepted"]
+
+
+def test_a_two_tool_record_reads_without_neuralsat_columns():
+    recorded = vb.recorded_results(str(vb.DATA / "marabou_results.csv"))
+    assert list(recorded) == ["marabou"] and len(recorded["marabou"]) == 186
+
+
+def test_the_harness_on_two_tiny_instances_without_peers(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(vb, "MARABOU_VENV", tmp_path / "no-venv")
+    monkeypatch.setattr(vb, "NEURALSAT_VENV", tmp_path / "no-venv")
     record = tmp_path / "record.csv"
     assert vb.main(["--quick", "--record", str(record), "-o", str(tmp_path / "table.md")]) == 0
     printed = capsys.readouterr().out
-    assert "marabou: not installed" in printed
+    assert "marabou: not installed" in printed and "neuralsat: not installed" in printed
     with open(record) as f:
         rows = {r["instance"]: r for r in csv.DictReader(line for line in f if not line.startswith("#"))}
-    assert {(k, r["exactform_verdict"], r["exactform_checked"], r["marabou_verdict"]) for k, r in rows.items()} \
-        == {("tiny/sat_abs", "sat", "yes", ""), ("tiny/unsat_abs", "unsat", "yes", "")}
+    assert {(k, r["exactform_verdict"], r["exactform_checked"], r["marabou_verdict"], r["neuralsat_verdict"])
+            for k, r in rows.items()} == {("tiny/sat_abs", "sat", "yes", "", ""), ("tiny/unsat_abs", "unsat", "yes", "", "")}
     assert "| tiny/unsat_abs | 20      | unsat" in (tmp_path / "table.md").read_text()
     again = tmp_path / "again.md"
     assert vb.main(["--quick", "--recorded", str(record), "-o", str(again)]) == 0      # nothing re-run

@@ -1,8 +1,8 @@
-"""``exactform verify`` and Marabou on the 186 ACAS Xu instances of VNN-COMP, in one run.
+"""``exactform verify``, Marabou and NeuralSAT on the 186 ACAS Xu instances of VNN-COMP, in one run.
 
 ``python -m exactform.benchmarks verify [--props 1,3] [--instances N] [--timeout S] [--quick]
-[--tools exactform,marabou] [--workers N] [--marabou BIN | --install-marabou] [--marabou-prove]
-[--record CSV] [--recorded CSV] [-o TABLE.md]``
+[--tools exactform,marabou,neuralsat] [--workers N] [--marabou BIN | --install-marabou] [--marabou-prove]
+[--install-neuralsat] [--record CSV] [--recorded CSV] [-o TABLE.md]``
 
 Each instance (network, property, VNN-COMP timeout) is run by each tool in its own process, one
 after the other.  The timeout is counted in CPU seconds of that process (``RLIMIT_CPU``): the
@@ -10,11 +10,12 @@ benchmark machine is shared, and on an idle machine CPU and wall seconds agree, 
 VNN-COMP's; ``--timeout S`` lowers every instance's limit to ``S`` (say so when quoting figures).
 Times in the table are the CPU seconds of the tool's process and the children it waited for (wall
 seconds are recorded as well); each tool runs with one worker unless ``--workers N`` says otherwise
-(then the CPU seconds of worker processes that were stopped are not counted: quote wall seconds).
+(then the CPU seconds of worker processes that were stopped are not counted: quote wall seconds;
+NeuralSAT's torch gets ``--workers`` threads).
 ``--record CSV`` keeps every instance's results as they come (the command in the first line);
 ``--recorded CSV`` (repeatable) takes a tool's results from such a file, and the tools of
 ``--tools`` run only the instances no file holds (``--tools none``: nothing is run), so runs of
-the two tools made side by side on one machine give one table.
+the tools made one after the other give one table.
 
 Every answer is checked before it counts: an exactform ``unsat`` needs its certificate accepted by
 ``exactform check``, an exactform ``sat`` needs its counterexample confirmed by exact evaluation of
@@ -24,14 +25,20 @@ evaluated exactly, violates the property (``no`` is Marabou's rounding, not a mi
 ``--prove-unsat`` proofs (``--marabou-prove``) are checked by Marabou itself in floating point,
 which the table reports as ``float self-check`` when its statistics show a proof tree with no leaf
 delegated (``no proof printed`` otherwise, e.g. an ``unsat`` found while preprocessing).
-Where the two tools give opposite definite answers, the instance is printed and decided exactly:
+NeuralSAT's answers are floating point too: its ``sat`` counts as checked when the input of the
+counterexample it writes (float32 decimals), evaluated exactly, violates the property; its ``unsat``
+is unchecked (``-``).
+Where two tools give opposite definite answers, the instance is printed and decided exactly:
 by exactform's counterexample (re-evaluated exactly) or by exactform's accepted certificate together
-with Marabou's counterexample evaluated exactly; a disagreement that is exactform's fault is a miss.
+with the peer's counterexample evaluated exactly (between two peers: by the ``sat`` one's point,
+evaluated exactly); a disagreement that is exactform's fault is a miss.
 
-Marabou (``pip install maraboupy``) is a peer, never a dependency of exactform: it lives in its own
-virtual environment (``--install-marabou`` creates one at ``MARABOU_VENV``); without it the Marabou
-column reads ``marabou: not installed``.  ``--quick`` runs two tiny hand-made instances (one
-``sat``, one ``unsat``) instead of ACAS Xu.
+Marabou (``pip install maraboupy``) and NeuralSAT (``pip install neuralsat``, torch's CPU build)
+are peers, never dependencies of exactform: each lives in its own virtual environment
+(``--install-marabou`` and ``--install-neuralsat`` create them at ``MARABOU_VENV`` and
+``NEURALSAT_VENV``); without one its column reads ``marabou: not installed`` or ``neuralsat: not
+installed``.  ``--quick`` runs two tiny hand-made instances (one ``sat``, one ``unsat``) instead of
+ACAS Xu (NeuralSAT reads ONNX only: ``error`` there).
 """
 from __future__ import annotations
 
@@ -62,11 +69,14 @@ from exactform.numbers import parse_number
 DATA = Path(__file__).resolve().parent / "data" / "acasxu_vnnlib"
 NETWORKS = Path(__file__).resolve().parents[2] / "data" / "acasxu"
 MARABOU_VENV = Path(os.environ.get("EXACTFORM_MARABOU_VENV", Path.home() / ".cache" / "exactform" / "marabou"))
+NEURALSAT_VENV = Path(os.environ.get("EXACTFORM_NEURALSAT_VENV", Path.home() / ".cache" / "exactform" / "neuralsat"))
+NEURALSAT_TORCH = "torch==2.13.0"       # a CPU build must be there first: pip's default torch is CUDA's
 CHECK_WORK = "1e11"     # `check --max-work`, knowingly: a certificate of many leaves and back-substitutions needs more
 WALL_FACTOR, WALL_GRACE = 4, 30
 """A process is also stopped after ``WALL_FACTOR`` × its CPU limit + ``WALL_GRACE`` wall seconds."""
 DECIDED = ("sat", "unsat")
-TOOLS = ("exactform", "marabou")
+TOOLS = ("exactform", "marabou", "neuralsat")
+NAMES = {"exactform": "exactform", "marabou": "Marabou", "neuralsat": "NeuralSAT"}
 
 
 class Instance(NamedTuple):
@@ -156,7 +166,8 @@ def tiny(folder: Path) -> list[Instance]:
 
 # --- running one process under a CPU limit -------------------------------------------------------
 
-def limited(argv: list[str], seconds: int, log: Path, cwd: Path | None = None) -> tuple[int | None, float, float]:
+def limited(argv: list[str], seconds: int, log: Path, cwd: Path | None = None,
+            env: dict[str, str] | None = None) -> tuple[int | None, float, float]:
     """``(exit status, CPU s, wall s)`` of ``argv`` run with ``RLIMIT_CPU`` in its own process group
     (the group killed when a limit or signal stops it); the status is ``None`` when the process was stopped at
     a limit (``SIGXCPU``, or killed at the wall limit), negative when another signal ended it."""
@@ -170,7 +181,7 @@ def limited(argv: list[str], seconds: int, log: Path, cwd: Path | None = None) -
     start = time.perf_counter()
     with open(log, "w") as out:
         child = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, preexec_fn=limit,
-                                 start_new_session=True, cwd=cwd)
+                                 start_new_session=True, cwd=cwd, env=env)
         try:
             code = child.wait(WALL_FACTOR * seconds + WALL_GRACE)
         except subprocess.TimeoutExpired:
@@ -320,28 +331,119 @@ def run_marabou(inst: Instance, tmp: Path, binary: Path, prove: bool, workers: i
     return result
 
 
+# --- NeuralSAT -----------------------------------------------------------------------------------
+
+NEURALSAT = "neuralsat==0.2.17"
+TORCHVISION_STANDIN = '''"""Stands for torchvision, whose PyPI wheel needs torch's CUDA build: NeuralSAT imports it
+only for ONNX's NonMaxSuppression (not in ACAS Xu); any use raises."""
+
+
+class _Absent:
+    def __getattr__(self, name):
+        raise ImportError("torchvision is not installed here")
+
+
+ops = _Absent()
+'''
+
+
+def neuralsat_main(install: bool) -> Path | None:
+    """NeuralSAT's ``main.py`` (package ``src``) in ``NEURALSAT_VENV``, created when ``install``: torch's
+    CPU build, then ``neuralsat`` with torch held, torchvision replaced by ``TORCHVISION_STANDIN``."""
+    def found() -> Path | None:
+        return next(iter(sorted(NEURALSAT_VENV.glob("lib/python*/site-packages/src/main.py"))), None)
+    if found() is None and install:
+        pip = [str(NEURALSAT_VENV / "bin" / "pip")]
+        subprocess.run([sys.executable, "-m", "venv", str(NEURALSAT_VENV)], check=True)
+        subprocess.run(pip + ["install", NEURALSAT_TORCH], check=True)
+        (NEURALSAT_VENV / "constraints.txt").write_text(NEURALSAT_TORCH + "\n")
+        subprocess.run(pip + ["install", "-c", str(NEURALSAT_VENV / "constraints.txt"), NEURALSAT], check=True)
+        subprocess.run(pip + ["uninstall", "-y", "torchvision"], check=True)
+        standin = found().parents[1] / "torchvision"
+        standin.mkdir()
+        (standin / "__init__.py").write_text(TORCHVISION_STANDIN)
+    return found()
+
+
+def run_neuralsat(inst: Instance, tmp: Path, main_py: Path, workers: int) -> Result:
+    """NeuralSAT on one instance, run from its ``main.py``'s folder (its modules import each other from there)."""
+    answer, log = tmp / "neuralsat.result", tmp / "neuralsat.log"
+    answer.unlink(missing_ok=True)
+    argv = [str(NEURALSAT_VENV / "bin" / "python"), "main.py", "--net", str(inst.net), "--spec", str(inst.prop),
+            "--device", "cpu", "--timeout", str(WALL_FACTOR * inst.timeout), "--result_file", str(answer),
+            "--export_cex", "--verbosity", "1"]
+    env = {**os.environ, "PYTHONPATH": ".", "OMP_NUM_THREADS": str(workers)}
+    code, cpu, wall = limited(argv, inst.timeout, log, cwd=main_py.parent, env=env)
+    if code is None:
+        return Result("timeout", cpu, wall, note="stopped at the limit")
+    return neuralsat_result(answer.read_text() if answer.exists() else "", inst, cpu, wall,
+                            log.read_text(errors="replace"))
+
+
+def neuralsat_result(text: str, inst: Instance, cpu: float, wall: float, printed: str) -> Result:
+    """The ``Result`` of NeuralSAT's result file ``text``: its status, then a ``sat`` answer's counterexample
+    in VNN-COMP's format, whose input is evaluated exactly."""
+    words = text.split(maxsplit=1)
+    if not words:
+        return Result("error", cpu, wall, note=tail(printed))
+    if words[0] not in ("sat", "unsat", "timeout"):
+        return Result("unknown", cpu, wall, note=words[0])
+    result = Result(words[0], cpu, wall)
+    if result.verdict == "sat":
+        try:
+            result.assignment = read_assignment(words[1] if len(words) > 1 else "")
+            failure = refuted(inst, result.assignment, exact_outputs=False)
+        except ValueError as e:
+            failure = f"unreadable counterexample: {e}"
+        result.checked, result.note = ("no", failure) if failure else ("yes", "")
+    return result
+
+
 def recorded_results(path: str) -> dict[str, dict[str, tuple[int, Result]]]:
     """``{tool: {instance: (limit, result)}}`` for the tools whose columns a ``--record`` CSV of an
-    earlier run filled (its command is the file's first line)."""
+    earlier run filled (its command is the file's first line; a file without a tool's columns has none)."""
     with open(path, newline="") as f:
         rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     return {tool: {r["instance"]: (int(r["limit_s"]), Result(r[f"{tool}_verdict"], float(r[f"{tool}_cpu_s"]),
                                                              float(r[f"{tool}_wall_s"]), r[f"{tool}_checked"]))
-                   for r in rows if r[f"{tool}_verdict"]}
-            for tool in TOOLS if any(r[f"{tool}_verdict"] for r in rows)}
+                   for r in rows if r.get(f"{tool}_verdict")}
+            for tool in TOOLS if any(r.get(f"{tool}_verdict") for r in rows)}
 
 
 # --- the run -------------------------------------------------------------------------------------
 
-def decide(inst: Instance, ours: Result, theirs: Result) -> str | None:
+def decide(inst: Instance, ours: Result, theirs: Result, peer: str = "Marabou") -> str | None:
     """Opposite definite answers, decided exactly: ``None`` when exactform's answer stands."""
     if ours.verdict == "sat":
         return None if ours.checked == "yes" else "exactform's counterexample is not confirmed"
     if ours.checked != "yes":
         return "exactform's certificate is not accepted"
     if theirs.assignment and refuted(inst, theirs.assignment, exact_outputs=False) is None:
-        return "Marabou's counterexample violates the property exactly, against an accepted certificate"
+        return f"{peer}'s counterexample violates the property exactly, against an accepted certificate"
     return None
+
+
+def disagreements(inst: Instance, answers: dict[str, Result]) -> tuple[list[str], list[str]]:
+    """``(printed lines, misses)`` for the pairs of tools whose answers on ``inst`` are opposite: against
+    exactform decided by ``decide``, between two peers by whether the ``sat`` one's point violates exactly."""
+    lines, misses = [], []
+    for k, a in enumerate(TOOLS):
+        for b in TOOLS[k + 1:]:
+            if {answers[a].verdict, answers[b].verdict} != set(DECIDED):
+                continue
+            head = f"DISAGREEMENT {inst.name}: {NAMES[a]} {answers[a].verdict}, {NAMES[b]} {answers[b].verdict}: "
+            if a == "exactform":
+                fault = decide(inst, answers[a], answers[b], NAMES[b])
+                why = ("its counterexample re-evaluated exactly" if answers[a].verdict == "sat" else
+                       f"its certificate accepted; {NAMES[b]}'s counterexample is not one exactly")
+                lines.append(head + (f"exactform at fault: {fault}" if fault else f"decided for exactform ({why})"))
+                misses += [f"{inst.name}: {fault}"] if fault else []
+            else:
+                sat = a if answers[a].verdict == "sat" else b
+                lines.append(head + (f"decided for {NAMES[sat]} (its point violates the property exactly)"
+                                     if answers[sat].checked == "yes" else
+                                     f"undecided ({NAMES[sat]}'s point is not a violation exactly)"))
+    return lines, misses
 
 
 def main(argv: list[str]) -> int:
@@ -351,14 +453,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--timeout", type=int, metavar="S",
                         help="CPU seconds per instance, at most (default: VNN-COMP's)")
     parser.add_argument("--quick", action="store_true", help="two tiny instances instead of ACAS Xu (smoke test)")
-    parser.add_argument("--tools", default="exactform,marabou", help="which tools to run (default: both)")
+    parser.add_argument("--tools", default=",".join(TOOLS), help="which tools to run (default: all three)")
     parser.add_argument("--exactform", default=f"{shlex.quote(sys.executable)} -m exactform",
                         help="the exactform command (default: this Python's -m exactform)")
-    parser.add_argument("--workers", type=int, default=1, help="processes (exactform) and threads (Marabou) per "
-                        "instance (default 1: CPU seconds then count all the work)")
+    parser.add_argument("--workers", type=int, default=1, help="processes (exactform) and threads (Marabou, "
+                        "NeuralSAT's torch) per instance (default 1: CPU seconds then count all the work)")
     parser.add_argument("--marabou", metavar="BIN", help="maraboupy's Marabou executable")
     parser.add_argument("--install-marabou", action="store_true", help=f"pip install maraboupy into {MARABOU_VENV}")
     parser.add_argument("--marabou-prove", action="store_true", help="run Marabou with --prove-unsat")
+    parser.add_argument("--install-neuralsat", action="store_true",
+                        help=f"pip install torch's CPU build and {NEURALSAT} into {NEURALSAT_VENV}")
     parser.add_argument("--recorded", metavar="CSV", action="append", default=[],
                         help="take the results a --record CSV of an earlier run holds from it (the tools "
                         "of --tools run the rest)")
@@ -393,6 +497,12 @@ def main(argv: list[str]) -> int:
                       "or --marabou BIN)")
             else:
                 live["marabou"] = lambda inst: run_marabou(inst, tmp, binary, args.marabou_prove, args.workers)
+        if "neuralsat" in tools:
+            main_py = neuralsat_main(args.install_neuralsat)
+            if main_py is None:
+                print(f"neuralsat: not installed (--install-neuralsat puts {NEURALSAT} into {NEURALSAT_VENV})")
+            else:
+                live["neuralsat"] = lambda inst: run_neuralsat(inst, tmp, main_py, args.workers)
         record = _Record(args.record, command) if args.record else None
         rows, results, misses = [], [], []
 
@@ -406,25 +516,22 @@ def main(argv: list[str]) -> int:
             return result
 
         for k, inst in enumerate(instances, 1):
-            ours, theirs = (answer(tool, inst) for tool in TOOLS)
-            results.append((inst, ours, theirs))
+            answers = {tool: answer(tool, inst) for tool in TOOLS}
+            ours = answers["exactform"]
+            results.append((inst, answers))
             if ours.verdict in DECIDED and ours.checked != "yes":
                 misses.append(f"{inst.name}: exactform {ours.verdict} not confirmed ({ours.note})")
             if ours.verdict == "error":
                 misses.append(f"{inst.name}: exactform error ({ours.note})")
-            if {ours.verdict, theirs.verdict} == set(DECIDED):
-                fault = decide(inst, ours, theirs)
-                why = ("its counterexample re-evaluated exactly" if ours.verdict == "sat" else
-                       "its certificate accepted; Marabou's counterexample is not one exactly")
-                print(f"DISAGREEMENT {inst.name}: exactform {ours.verdict}, Marabou {theirs.verdict}: "
-                      + (f"exactform at fault: {fault}" if fault else f"decided for exactform ({why})"))
-                if fault:
-                    misses.append(f"{inst.name}: {fault}")
-            line = [inst.name, inst.timeout, *_cells(ours), *_cells(theirs)]
+            printed, faults = disagreements(inst, answers)
+            for line in printed:
+                print(line)
+            misses += faults
+            line = [inst.name, inst.timeout] + [cell for tool in TOOLS for cell in _cells(answers[tool])]
             rows.append(line)
             print(f"[{k}/{len(instances)}] " + "  ".join(map(str, line)), flush=True)
             if record:
-                record.write(inst, ours, theirs)
+                record.write(inst, answers)
 
     report = _report(results, rows, command, sorted(recorded))
     print("\n" + report)
@@ -439,48 +546,63 @@ def _cells(r: Result) -> list[str]:
     return [r.verdict, "", ""] if r.verdict == "not run" else [r.verdict, f"{r.cpu:.2f}", r.checked]
 
 
+def _at_limit(inst: Instance, r: Result) -> float:
+    """CPU seconds of an answer, an unsolved instance counted at its limit."""
+    return r.cpu if r.verdict in DECIDED else max(r.cpu, inst.timeout)
+
+
 def _report(results, rows, command, recorded: list[str]) -> str:
     lines = [f"Command: `{command}`", "",
-             table(["instance", "limit s", "exactform", "cpu s", "checked", "Marabou", "cpu s", "checked"], rows), ""]
+             table(["instance", "limit s"] + [h for t in TOOLS for h in (NAMES[t], "cpu s", "checked")], rows), ""]
     summary = []
-    for tool, pick in (("exactform", 1), ("Marabou", 2)):
-        ran = [(r[0], r[pick]) for r in results if r[pick].verdict != "not run"]
+    for tool in TOOLS:
+        ran = [(i, a[tool]) for i, a in results if a[tool].verdict != "not run"]
         if not ran:
-            summary.append([tool, "not run", "", "", "", ""])
+            summary.append([NAMES[tool], "not run", "", "", "", ""])
             continue
         solved = [(i, r) for i, r in ran if r.verdict in DECIDED]
-        capped = [r.cpu if r.verdict in DECIDED else max(r.cpu, i.timeout) for i, r in ran]
+        capped = [_at_limit(i, r) for i, r in ran]
         sat = sum(r.verdict == "sat" for _, r in solved)
-        summary.append([tool, f"{len(solved)}/{len(ran)}", f"{sat} / {len(solved) - sat}",
+        summary.append([NAMES[tool], f"{len(solved)}/{len(ran)}", f"{sat} / {len(solved) - sat}",
                         f"{sum(r.cpu for _, r in solved):.1f}", f"{sum(capped):.1f}",
                         f"{statistics.median(capped):.2f}"])
     lines += [table(["tool", "solved", "sat / unsat", "cpu s on solved", "cpu s, unsolved at limit",
                      "median s (unsolved at limit)"], summary), ""]
     by_property = {}
-    for inst, *answers in results:
-        counts = by_property.setdefault(inst.prop.stem, [0, Counter(), Counter()])
+    for inst, answers in results:
+        counts = by_property.setdefault(inst.prop.stem, [0] + [Counter() for _ in TOOLS])
         counts[0] += 1
-        for tally, r in zip(counts[1:], answers):
-            tally[r.verdict] += 1
+        for tally, tool in zip(counts[1:], TOOLS):
+            tally[answers[tool].verdict] += 1
+
     def tallied(c: Counter, n: int) -> str:
         if c["not run"] == n:
             return "not run"
         text = f"{c['sat']} / {c['unsat']} / {n - c['not run'] - c['sat'] - c['unsat']}"
         return text + (f" ({c['not run']} not run)" if c["not run"] else "")
-    lines += [table(["property", "instances", "exactform sat / unsat / unsolved", "Marabou sat / unsat / unsolved"],
+    lines += [table(["property", "instances"] + [f"{NAMES[t]} sat / unsat / unsolved" for t in TOOLS],
                     [[name, n] + [tallied(c, n) for c in tallies] for name, (n, *tallies) in by_property.items()]), ""]
-    common = [(i, o, t) for i, o, t in results if "not run" not in (o.verdict, t.verdict)]
-    if common:
-        at_limit = lambda i, r: r.cpu if r.verdict in DECIDED else max(r.cpu, i.timeout)  # noqa: E731
-        ours, theirs = (statistics.median(at_limit(x[0], x[k]) for x in common) for k in (1, 2))
+    for peer in TOOLS[1:]:
+        common = [(i, a["exactform"], a[peer]) for i, a in results
+                  if "not run" not in (a["exactform"].verdict, a[peer].verdict)]
+        if not common:
+            continue
+        ours, theirs = (statistics.median(_at_limit(x[0], x[k]) for x in common) for k in (1, 2))
         both = [o.cpu / t.cpu for _, o, t in common if o.verdict in DECIDED and t.verdict in DECIDED and t.cpu > 0]
-        lines.append(f"Median time ratio exactform / Marabou on the {len(common)} instances both ran: "
+        lines.append(f"Median time ratio exactform / {NAMES[peer]} on the {len(common)} instances both ran: "
                      f"{ours / theirs:.2f} ({ours:.2f} s / {theirs:.2f} s, unsolved counted at the limit)"
                      + (f"; {statistics.median(both):.2f} as the median of per-instance ratios on the {len(both)} "
                         "instances both solved" if both else "") + ".")
-    agree = sum(1 for _, o, t in results if o.verdict in DECIDED and t.verdict in DECIDED and o.verdict == t.verdict)
-    differ = sum(1 for _, o, t in results if {o.verdict, t.verdict} == set(DECIDED))
-    lines.append(f"Agreement: {agree} instances answered alike, {differ} disagreements.")
+    pairs = []
+    for k, a in enumerate(TOOLS):
+        for b in TOOLS[k + 1:]:
+            answered = [(x[a].verdict, x[b].verdict) for _, x in results
+                        if x[a].verdict in DECIDED and x[b].verdict in DECIDED]
+            if answered:
+                alike = sum(u == v for u, v in answered)
+                pairs.append(f"{NAMES[a]} and {NAMES[b]} {alike} answered alike, "
+                             f"{len(answered) - alike} disagreements")
+    lines.append("Agreement: " + ("; ".join(pairs) if pairs else "no instance answered by two tools") + ".")
     if recorded:
         lines.append(f"Recorded results (--recorded), not this run's: {' and '.join(recorded)}.")
     return "\n".join(lines)
@@ -488,7 +610,7 @@ def _report(results, rows, command, recorded: list[str]) -> str:
 
 class _Record:
     """The per-instance CSV, written row by row (so a stopped run keeps what it measured)."""
-    FIELDS = ["instance", "network", "property", "limit_s"] + [f"{t}_{f}" for t in ("exactform", "marabou")
+    FIELDS = ["instance", "network", "property", "limit_s"] + [f"{t}_{f}" for t in TOOLS
                                                               for f in ("verdict", "cpu_s", "wall_s", "checked")]
 
     def __init__(self, path: str, command: str):
@@ -497,9 +619,9 @@ class _Record:
         self.writer = csv.writer(self.file, lineterminator="\n")
         self.writer.writerow(self.FIELDS)
 
-    def write(self, inst: Instance, ours: Result, theirs: Result) -> None:
+    def write(self, inst: Instance, answers: dict[str, Result]) -> None:
         cells = [inst.name, inst.net.name, inst.prop.name, inst.timeout]
-        for r in (ours, theirs):
+        for r in (answers[t] for t in TOOLS):
             cells += (["", "", "", ""] if r.verdict == "not run"
                       else [r.verdict, f"{r.cpu:.2f}", f"{r.wall:.2f}", r.checked])
         self.writer.writerow(cells)
