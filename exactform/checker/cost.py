@@ -11,16 +11,16 @@ from fractions import Fraction
 
 from .reader import RATIONAL, Malformed
 
-MAX_WORK = 2 * 10**9  # V1, E1: weighted entries, about 9e6 a CPU second (ACAS Xu 1_1 vs float16 on φ1: 1.4e9)
+MAX_WORK = 2 * 10**9  # V1, E1: weighted entries, about 9e6 a CPU second (ACAS Xu 1_1 vs float16 on φ1: 4.8e8)
 WALK_WORK = 12 * 10**7  # the walk (C1–C5): the MNIST CNN of docs/performance.md needs 7.8e7 (11 s)
 REFINE = 4  # refinements of a back-substitution's common denominator (relax.LeafRows.backsubstituted)
 FRACTION = 40  # per entry of a piece built into the node table: Fraction products, its bounds, its key
 ADD = 10  # per entry of a Fraction sum or copy while building the table (a column's, a state's)
-FORWARD = 10  # per piece entry and input of a leaf's bounds: the piece's two sides, g's, the rounding
+FORWARD = 5  # per piece entry and input of a leaf's bounds: the piece's two sides, g's, the rounding (integers)
 ROW = 20  # per entry of a row a leaf's witnesses name, once a leaf: built and made integral
 SUM = 2  # per entry of a named row, per witness: its integer multiple summed
-BACK = 1  # per entry of a row a back-substitution adds: integers over a 2^120-fold denominator
-VISIT = 10  # per node a back-substitution passes: its coefficient read, a row's multiple chosen
+BACK = 4  # entries of the rows a back-substitution adds, per weighted entry: integers, inert nodes skipped
+VISIT = 20  # per node a back-substitution passes, in entries: its coefficient read, a row's multiple chosen
 
 
 def beyond(total: int, where: str, what: str, limit: int = MAX_WORK) -> Malformed | None:
@@ -199,7 +199,7 @@ class LeafCost:
         total, n = self.forward, len(self.below) - 1
         for z in tighten:
             k = min(max(z - self.d, 0), n) if type(z) is int else n
-            total += (REFINE + 2) * self.variables + BACK * self.below[k]
+            total += (REFINE + 2) * self.variables + self.below[k] // BACK
         valid = [[i for i in w if 0 <= i < len(self.rows)] for w in witnesses]
         total += ROW * sum(self.rows[i] for i in set().union(*valid))
         for w in valid:
