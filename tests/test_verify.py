@@ -485,3 +485,45 @@ def test_a_certificate_beyond_the_default_work_bound_is_announced(proved, monkey
     needed = note.rsplit("--max-work ", 1)[1].split("`")[0]
     assert main(["check", str(cert), "--max-work", needed]) == 0
     assert main(["check", str(cert), "--max-work", str(int(needed) - 1)]) == 2
+
+
+def test_an_acas_xu_onnx_file_is_the_network_the_binding_reads_without_the_onnx_package():
+    """``verify NET.onnx`` reads a ReLU graph with the checker's own ONNX reader (the network a V1 certificate
+    binds to): the same Maxout net as the ``onnx`` importer, and ``onnx`` is never imported."""
+    from exactform.commands.verify import bound_network
+    from exactform.importers import import_network
+    root = Path(__file__).resolve().parents[1]
+    hull = list(read_property(root / "exactform/benchmarks/data/acasxu_vnnlib/prop_1.vnnlib").disjuncts[0].box)
+    for name in ("1_1", "3_5", "5_9"):
+        path = str(root / f"data/acasxu/ACASXU_run2a_{name}_batch_2000.onnx")
+        assert bound_network(path, hull).to_json() == import_network(path, hull, domain_source=path,
+                                                                      broadcast=False).to_json()
+    prop = str(root / "exactform/benchmarks/data/acasxu_vnnlib/prop_1.vnnlib")
+    script = ("import sys; from exactform.commands.verify import network; "
+              "from exactform.importers.vnnlib import read_property; "
+              f"network({path!r}, read_property({prop!r})); "
+              "print(sorted(m for m in sys.modules if m == 'onnx' or m.startswith('onnx.')))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_an_onnx_graph_beyond_the_binding_reader_is_imported_by_the_onnx_importer(tmp_path):
+    """A LeakyRelu (which the checker's reader refuses) goes to the ``onnx`` importer: decided exactly."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    import numpy as np
+    from exactform.commands.verify import bound_network
+    nodes = [helper.make_node("MatMul", ["x", "Wt"], ["h"]), helper.make_node("LeakyRelu", ["h"], ["y"], alpha=0.5)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])],
+                              [numpy_helper.from_array(np.array([[1.0], [-1.0]], dtype=np.float32), "Wt")])
+    path = tmp_path / "leaky.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    prop = write(tmp_path, "p.vnnlib", "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n"
+                 + BOX + "(assert (<= Y_0 -0.75))\n")
+    assert bound_network(str(path), [(Fraction(-1), Fraction(1))] * 2) is None
+    done = cli("verify", path, prop, "--json")
+    doc = json.loads(done.stdout)
+    assert done.returncode == 1 and doc["verdict"] == "sat", done.stdout + done.stderr
+    x0, x1 = (Fraction(v) for v in doc["counterexample"]["X"])
+    assert Fraction(doc["counterexample"]["Y"][0]) == (x0 - x1 if x0 >= x1 else (x0 - x1) / 2) <= Fraction(-3, 4)

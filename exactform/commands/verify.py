@@ -59,11 +59,38 @@ def network(path: str, prop):
     if Path(path).suffix.lower() in SUFFIXES:
         boxes = [d.box for d in prop.disjuncts]
         hull = [(min(b[i][0] for b in boxes), max(b[i][1] for b in boxes)) for i in range(prop.inputs)]
+        if Path(path).suffix.lower() == ".onnx" and (net := bound_network(path, hull)) is not None:
+            return net
         return import_network(path, hull, domain_source=path, broadcast=False)
     model = load_model(path)
     if getattr(model, "attention", "hardmax") != "hardmax":
         raise InputError(path, "attention", "softmax attention has no exact rational value; verify needs hardmax")
     return model
+
+
+def bound_network(path: str, hull: list):
+    """The ONNX file as the checker reads it to bind a V1 certificate (``checker.onnx_reader``: ReLU layers
+    of Gemm, MatMul and Add, standard library only, no ``onnx`` package), on the box ``hull``: the network
+    the certificate will be bound to; None for a graph beyond that reader (the ``onnx`` importer reads it)."""
+    from ..checker.onnx_reader import read_onnx
+    from ..checker.reader import Malformed
+    from ..models import Box, MaxoutLayer, MaxoutNet
+    try:
+        inputs, layers, readout = read_onnx(path)
+    except Malformed:
+        return None
+    if inputs != len(hull):
+        return None
+
+    def dense(pieces: list, width: int) -> tuple[list, list]:
+        return [[weights.get(i, Fraction(0)) for i in range(width)] for weights, _ in pieces], [b for _, b in pieces]
+    width, exact = inputs, []
+    for layer in layers:
+        units = [dense(unit, width) for unit in layer]
+        exact.append(MaxoutLayer([w for w, _ in units], [b for _, b in units]))
+        width = len(layer)
+    weight, bias = dense(readout, width)
+    return MaxoutNet(Box(tuple(lo for lo, _ in hull), tuple(hi for _, hi in hull)), exact, weight, bias)
 
 
 def recorded_sources(net: str, prop: str) -> dict:
