@@ -8,12 +8,11 @@ from __future__ import annotations
 import copy
 import json
 import random
-import subprocess
-import sys
 from fractions import Fraction
 
 import flint
 import pytest
+from support import cli
 
 from exactform.checker.reader import Refuted
 from exactform.checker.verify_cert import check
@@ -27,10 +26,6 @@ HEAD = "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 R
 BOX = "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n(assert (>= X_1 -1))\n(assert (<= X_1 1))\n"
 NEAR = Fraction(1, 10 ** 15)
 SOURCES = {k: {"file": k, "sha256": "0" * 64} for k in ("net", "property")}
-
-
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "exactform", *map(str, args)], capture_output=True, text=True)
 
 
 def maxout_net(seed: int, widths=(7, 5)) -> dict:
