@@ -484,9 +484,10 @@ def test_a_certificate_beyond_the_default_work_bound_is_announced(proved, monkey
     assert main(["check", str(cert), "--max-work", str(int(needed) - 1)]) == 2
 
 
-def test_an_acas_xu_onnx_file_is_the_network_the_binding_reads_without_the_onnx_package():
+def test_an_acas_xu_onnx_file_is_the_network_the_binding_reads_without_the_onnx_package(tmp_path):
     """``verify NET.onnx`` reads a ReLU graph with the checker's own ONNX reader (the network a V1 certificate
-    binds to): the same Maxout net as the ``onnx`` importer, and ``onnx`` is never imported."""
+    binds to): the same Maxout net as the ``onnx`` importer, and the whole command runs where ``onnx`` cannot be
+    imported (a property every input violates: sat, the counterexample evaluated exactly)."""
     from exactform.commands.verify import bound_network
     from exactform.importers import import_network
     root = Path(__file__).resolve().parents[1]
@@ -495,13 +496,14 @@ def test_an_acas_xu_onnx_file_is_the_network_the_binding_reads_without_the_onnx_
         path = str(root / f"data/acasxu/ACASXU_run2a_{name}_batch_2000.onnx")
         assert bound_network(path, hull).to_json() == import_network(path, hull, domain_source=path,
                                                                       broadcast=False).to_json()
-    prop = str(root / "exactform/benchmarks/data/acasxu_vnnlib/prop_1.vnnlib")
-    script = ("import sys; from exactform.commands.verify import network; "
-              "from exactform.importers.vnnlib import read_property; "
-              f"network({path!r}, read_property({prop!r})); "
-              "print(sorted(m for m in sys.modules if m == 'onnx' or m.startswith('onnx.')))")
+    box = "".join(f"(declare-const X_{i} Real)\n(assert (>= X_{i} -0.5))\n(assert (<= X_{i} 0.5))\n" for i in range(5))
+    outputs = "".join(f"(declare-const Y_{j} Real)\n" for j in range(5))
+    prop = write(tmp_path, "any.vnnlib", box + outputs + "(assert (>= Y_0 -1000000))\n")
+    script = ("import sys; sys.modules['onnx'] = None; from exactform.cli import main; "
+              f"sys.exit(main(['verify', {path!r}, {str(prop)!r}, '--json', '--workers', '1']))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+    assert done.returncode == 1 and json.loads(done.stdout)["verdict"] == "sat", done.stdout + done.stderr
+    assert "onnx" not in done.stderr
 
 
 def test_an_onnx_graph_beyond_the_binding_reader_is_imported_by_the_onnx_importer(tmp_path):
