@@ -70,6 +70,7 @@ DATA = Path(__file__).resolve().parent / "data" / "acasxu_vnnlib"
 NETWORKS = Path(__file__).resolve().parents[2] / "data" / "acasxu"
 MARABOU_VENV = Path(os.environ.get("EXACTFORM_MARABOU_VENV", Path.home() / ".cache" / "exactform" / "marabou"))
 NEURALSAT_VENV = Path(os.environ.get("EXACTFORM_NEURALSAT_VENV", Path.home() / ".cache" / "exactform" / "neuralsat"))
+NEURALSAT = "neuralsat==0.2.17"
 NEURALSAT_TORCH = "torch==2.13.0"       # a CPU build must be there first: pip's default torch is CUDA's
 CHECK_WORK = "1e11"     # `check --max-work`, knowingly: a certificate of many leaves and back-substitutions needs more
 WALL_FACTOR, WALL_GRACE = 4, 30
@@ -333,7 +334,6 @@ def run_marabou(inst: Instance, tmp: Path, binary: Path, prove: bool, workers: i
 
 # --- NeuralSAT -----------------------------------------------------------------------------------
 
-NEURALSAT = "neuralsat==0.2.17"
 TORCHVISION_STANDIN = '''"""Stands for torchvision, whose PyPI wheel needs torch's CUDA build: NeuralSAT imports it
 only for ONNX's NonMaxSuppression (not in ACAS Xu); any use raises."""
 

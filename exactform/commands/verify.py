@@ -56,10 +56,11 @@ def network(path: str, prop):
     from ..formats import InputError
     from ..importers import SUFFIXES, import_network
     from ..models import load_model
-    if Path(path).suffix.lower() in SUFFIXES:
+    suffix = Path(path).suffix.lower()
+    if suffix in SUFFIXES:
         boxes = [d.box for d in prop.disjuncts]
         hull = [(min(b[i][0] for b in boxes), max(b[i][1] for b in boxes)) for i in range(prop.inputs)]
-        if Path(path).suffix.lower() == ".onnx" and (net := bound_network(path, hull)) is not None:
+        if suffix == ".onnx" and (net := bound_network(path, hull)) is not None:
             return net
         return import_network(path, hull, domain_source=path, broadcast=False)
     model = load_model(path)
@@ -74,23 +75,20 @@ def bound_network(path: str, hull: list):
     the certificate will be bound to; None for a graph beyond that reader (the ``onnx`` importer reads it)."""
     from ..checker.onnx_reader import read_onnx
     from ..checker.reader import Malformed
-    from ..models import Box, MaxoutLayer, MaxoutNet
+    from ..models import MaxoutLayer, MaxoutNet
+    from ..models.box import domain_box
+    from ..models.transformer import dense
     try:
         inputs, layers, readout = read_onnx(path)
     except Malformed:
         return None
     if inputs != len(hull):
         return None
-
-    def dense(pieces: list, width: int) -> tuple[list, list]:
-        return [[weights.get(i, Fraction(0)) for i in range(width)] for weights, _ in pieces], [b for _, b in pieces]
-    width, exact = inputs, []
-    for layer in layers:
-        units = [dense(unit, width) for unit in layer]
-        exact.append(MaxoutLayer([w for w, _ in units], [b for _, b in units]))
-        width = len(layer)
-    weight, bias = dense(readout, width)
-    return MaxoutNet(Box(tuple(lo for lo, _ in hull), tuple(hi for _, hi in hull)), exact, weight, bias)
+    widths = [inputs] + [len(layer) for layer in layers]
+    exact = [MaxoutLayer([dense([w for w, _ in unit], width) for unit in layer], [[b for _, b in unit] for unit in layer])
+             for layer, width in zip(layers, widths)]
+    return MaxoutNet(domain_box(hull, inputs, path, broadcast=False), exact,
+                     dense([w for w, _ in readout], widths[-1]), [b for _, b in readout])
 
 
 def recorded_sources(net: str, prop: str) -> dict:
