@@ -526,3 +526,30 @@ def test_an_onnx_graph_beyond_the_binding_reader_is_imported_by_the_onnx_importe
     assert done.returncode == 1 and doc["verdict"] == "sat", done.stdout + done.stderr
     x0, x1 = (Fraction(v) for v in doc["counterexample"]["X"])
     assert Fraction(doc["counterexample"]["Y"][0]) == (x0 - x1 if x0 >= x1 else (x0 - x1) / 2) <= Fraction(-3, 4)
+
+
+def test_a_run_of_two_piece_nodes_is_bounded_at_once_as_node_by_node():
+    """``Disjunct.bounds`` bounds a run of ReLU-like nodes in one vector step (``_two_piece``): on ACAS Xu
+    1_2 and random sub-boxes of property 1's, with the back-substitutions and with gap signs, it gives the
+    node-by-node step's bounds, gaps, stated sides and atom bound."""
+    import numpy as np
+
+    from exactform.commands.verify import network
+    from exactform.search.verify import Disjunct, Search, exact_disjuncts
+    root = Path(__file__).resolve().parents[1]
+    prop = read_property(root / "exactform/benchmarks/data/acasxu_vnnlib/prop_1.vnnlib")
+    search = Search(network(root / "data/acasxu/ACASXU_run2a_1_2_batch_2000.onnx", prop).to_json(), exact_disjuncts(prop))
+    vector, single = (Disjunct.of(search.model, *search.disjuncts[0]) for _ in range(2))
+    single.two_piece_runs = [None] * len(single._depths()[0])
+    assert any(run is not None for run in vector._two_piece_runs())
+    rng = np.random.default_rng(3)
+    lo, hi = (np.array([float(v) for v in ends]) for ends in zip(*vector.cube))
+    for trial in range(40):
+        a = lo + (hi - lo) * rng.random(5) * 0.9
+        b = np.minimum(a + (hi - lo) * rng.random(5) * 0.3, hi)
+        signs = {int(k): [trial % 2]} if (k := rng.integers(50, 300)) in vector.gaps and trial % 3 == 0 else None
+        one, other = vector.bounds(a, b, tighten=True, signs=signs), single.bounds(a, b, tighten=True, signs=signs)
+        assert np.allclose(one[0], other[0], rtol=1e-12, atol=1e-12) and np.allclose(one[1], other[1], rtol=1e-12, atol=1e-12)
+        assert one[2].keys() == other[2].keys() and np.allclose(list(one[2].values()), list(other[2].values()), atol=1e-12)
+        assert one[4] == other[4] and any(one[4].values())
+        assert abs(vector.least_plan(one)[0] - single.least_plan(other)[0]) <= 1e-9

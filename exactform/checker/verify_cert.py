@@ -226,25 +226,29 @@ def _scalars(v) -> list:
     return out
 
 
-def work(model, disjuncts: list, trees: list, limit: int | None = None) -> int:
+def work(model, disjuncts: list, trees: list, limit: int | None = None, built: list | None = None) -> int:
     """The check's work bound (spec §6.1, §8): ``tables``' figure."""
-    return tables(model, disjuncts, trees, limit)[0]
+    return tables(model, disjuncts, trees, limit, built)[0]
 
 
-def tables(model, disjuncts: list, trees: list, limit: int | None = None) -> tuple[int, list]:
+def tables(model, disjuncts: list, trees: list, limit: int | None = None, built: list | None = None) -> tuple[int, list]:
     """``(work, [(F, ys)])``: the check's work bound (spec §6.1, §8), weighted by the numbers' size, refused beyond
     ``limit`` (if any) as soon as the count passes it, before the arithmetic it bounds; and per disjunct its node
     table ``F`` with the network's output forms ``ys``, built once here for the check to read.  Counted: per
     disjunct its node table, charged as it is built (``Forms.charge``: each layer or block from the sizes of the
     forms so far) at twice its building (a margin), its atoms at the sizes of the output forms they read, and each leaf by ``LeafCost``
     (bounds, back-substitutions, the rows its witness names) plus, per split above it, a row of its numbers and of
-    the table's largest row (a split on a node reads the node's row)."""
-    leaves, total, built = _count(trees), 0, []
+    the table's largest row (a split on a node reads the node's row).  ``built``: the same tables made already
+    (``Forms(cube)`` and ``outputs``, no limit: the prover's), read instead of made again."""
+    leaves, total, made = _count(trees), 0, []
     d, scale = len(model.box), weight(max([bits(model, disjuncts)] + [leaf[3] for tree in leaves for leaf in tree]))
     for (cube, atoms), tree in zip(disjuncts, leaves):
-        F = Forms(cube, None if limit is None else Budget(limit - total, 2 * scale, "models.net"))
-        ys = outputs(F, model)
-        built.append((F, ys))
+        if built is None:
+            F = Forms(cube, None if limit is None else Budget(limit - total, 2 * scale, "models.net"))
+            ys = outputs(F, model)
+        else:
+            F, ys = built[len(made)]
+        made.append((F, ys))
         reads = sum(sum(len(ys[k - d]) if d <= k < d + len(ys) else 1 for k in a) for a in atoms)
         total += 2 * scale * (F.work + reads)
         if limit is not None and total > limit:
@@ -262,7 +266,7 @@ def tables(model, disjuncts: list, trees: list, limit: int | None = None) -> tup
                 "node tables, leaves' bounds, back-substitutions and witnesses' rows",
                 limit,
             )
-    return total, built
+    return total, made
 
 
 def check(cert: dict, name: str, net_file=None, property_file=None, limit: int = MAX_WORK) -> str:

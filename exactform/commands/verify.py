@@ -149,7 +149,7 @@ def run(args) -> int:
         sources = recorded_sources(args.net, args.property)
         write_json(args.cert, cert := certificate(doc, prop, out.trees, sources, c5))
         written = args.cert
-        needed = note_work(args.cert, check_work(cert))
+        needed = note_work(args.cert, check_work(cert, out.tables))
     if out.verdict == "sat":
         ce = {"X": [format_rational(v) for v in out.x], "Y": [format_rational(v) for v in out.y]}
         if args.counterexample:

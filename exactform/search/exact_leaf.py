@@ -13,7 +13,6 @@ from fractions import Fraction
 
 import flint
 import numpy as np
-from scipy.optimize import linprog
 
 from ..checker.reader import ONE
 from ..checker.relax import LeafRows
@@ -81,6 +80,7 @@ def _warm(c: list, A: list, b: list) -> list | None:
     """The rows of HiGHS's optimum of max c·v subject to A v ≤ b (floats): those of positive dual first, then
     the tightest, as many as are independent (Gram–Schmidt in floats), when they are len(c) and
     c = yᵀ B with y ≥ 0 exactly (a dual-feasible basis for ``dual_simplex``); else None."""
+    from scipy.optimize import linprog       # imported where first needed (search/verify.py)
     n = len(c)
     M = np.array([[float(q) for q in a] for a in A])
     result = linprog(-np.array([float(q) for q in c]), A_ub=M, b_ub=np.array([float(q) for q in b]),

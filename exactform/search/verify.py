@@ -7,9 +7,9 @@ points, then finite-difference ascent of the least atom's value); then it splits
 coordinate hyperplanes, depth first.  On a cell it bounds every node of the network (with the
 back-substitutions worth stating) and each atom by back-substitution through the leaf's rows
 (``relax.LeafRows``: the rows the checker writes; ``Disjunct.atom_plan``): an atom negative on the
-cell gives a Farkas witness in floating point, the rows it added.  Else it solves the leaf's linear
-relaxation with HiGHS, as ``min t`` over ``g(v) + t ≥ 0``: when ``t* > 0`` the LP's dual multipliers
-are such a witness.  They are rounded to dyadic rationals and the
+cell gives a Farkas witness in floating point, the rows it added.  Else (unless the disjunct has one atom,
+bounded above 0) it solves the leaf's linear relaxation with HiGHS, as ``min t`` over ``g(v) + t ≥ 0``:
+when ``t* > 0`` the LP's dual multipliers are such a witness.  They are rounded to dyadic rationals and the
 leaf is closed only when the checker's own exact test accepts them (``relax.infeasible``:
 the combination computed with ``fractions``, the gradient left by rounding taken at the variables'
 bounds); a witness that fails exactly splits the cell again, at the coordinate whose halves the float
@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
 from threadpoolctl import threadpool_limits
 
@@ -54,9 +53,10 @@ ONE_THREAD = threadpool_limits.wrap(limits=1, user_api="blas")   # the searches'
 
 @dataclass
 class Verdict:
-    """``verdict``: "unsat" (``trees``: one proof tree per disjunct), "sat" (``x``, ``y``: the exact
-    counterexample, ``disjunct``: the one it meets), "unknown" or "timeout" (``reason``); ``leaves``
-    closed, ``lps`` solved, ``inexact``: cells whose float witness failed exactly (split again)."""
+    """``verdict``: "unsat" (``trees``: one proof tree per disjunct; ``tables``: per disjunct its node table and
+    output forms, ``verify_cert.tables``' ``built``), "sat" (``x``, ``y``: the exact counterexample,
+    ``disjunct``: the one it meets), "unknown" or "timeout" (``reason``); ``leaves`` closed, ``lps`` solved,
+    ``inexact``: cells whose float witness failed exactly (split again)."""
     verdict: str
     trees: list | None = None
     x: list | None = None
@@ -66,6 +66,7 @@ class Verdict:
     leaves: int = 0
     lps: int = 0
     inexact: int = 0
+    tables: list | None = None
 
 
 class Deadline(Exception):
@@ -110,7 +111,9 @@ class Disjunct:
         """A VNN-LIB disjunct (atoms ``{index: q}`` over X, Y and the constant) of one network."""
         F = Forms(cube)
         ys = outputs(F, model)
-        return cls(F, cube, [atom_form(a, F.d, ys) for a in atoms])
+        p = cls(F, cube, [atom_form(a, F.d, ys) for a in atoms])
+        p.ys = ys
+        return p
 
     # --- floating point: evaluation, bounds, the leaf LP -------------------------------------------
     def values(self, X: np.ndarray) -> np.ndarray:
@@ -207,7 +210,8 @@ class Disjunct:
                 up[i, -1] -= c * hl
         return low, up
 
-    def backsubstitution(self, run: np.ndarray, L: np.ndarray, U: np.ndarray, gaps: dict, hinges: dict) -> dict:
+    def backsubstitution(self, run: np.ndarray, L: np.ndarray, U: np.ndarray, gaps: dict, hinges: dict,
+                         cache: dict | None = None) -> dict:
         """``{key: (lo, hi)}`` for the two-piece nodes of ``run`` (key k: g = p − q) and the
         pairs whose second node is in it (key ``("h", n)``: h = δ_0 − δ_1), by ``substituted`` (the rest at
         the variables' bounds): ``LeafRows.backsubstituted`` in floating point, a guide to the sides worth stating."""
@@ -219,20 +223,21 @@ class Disjunct:
         for i, key in enumerate(keys):
             G[2 * i] = P[0, key] - P[1, key] if isinstance(key, int) else self.deltas[0, key[1]] - self.deltas[1, key[1]]
             G[2 * i + 1] = -G[2 * i]
-        value = self.substituted(G, int(run[0]), L, U, gaps, hinges)
+        value = self.substituted(G, int(run[0]), L, U, gaps, hinges, cache=cache)
         return {k: (-value[2 * i + 1], value[2 * i]) for i, k in enumerate(keys)}
 
     def substituted(self, G: np.ndarray, before: int, L: np.ndarray, U: np.ndarray, gaps: dict, hinges: dict,
-                    W: np.ndarray | None = None) -> np.ndarray:
+                    W: np.ndarray | None = None, cache: dict | None = None) -> np.ndarray:
         """Upper bounds of the forms ``G`` (rows over the variables and the constant, reading nodes before
         ``before`` only; changed in place) by back-substitution through the earlier rows: a paired node's
         coefficient moved onto Δ (``relax.through``) and Δ replaced by its row over the variables; a two-piece
         node by ``top − z`` where the coefficient is positive, ``z − p`` or ``z − q`` (the piece larger on
         more of the gap's range) where it is negative; the rest at the variables' bounds.  ``W``: per form,
-        the rows' multipliers (leaf layout) to which those of the rows added are added."""
+        the rows' multipliers (leaf layout) to which those of the rows added are added.  ``cache``: per run,
+        its nodes' rows (``{run: (first, top, low)}``), kept between calls while the gaps stay."""
         d = self.d
         earlier = [run_rows for run, run_rows in zip(self._depths()[0], self._run_rows()) if run[0] < before]
-        for paired, nodes in reversed(earlier):
+        for at, (paired, nodes) in reversed(list(enumerate(earlier))):
             if paired is not None and (ca := G[:, paired[1]]).any():
                 n, a, b, st, cols, D0, D1 = paired
                 cd = ca / st[:, 0]
@@ -247,12 +252,17 @@ class Disjunct:
             if nodes is None or not (C := G[:, d + nodes[0]]).any():
                 continue
             R, cols, P0, P1, base = nodes
-            gl, gu = np.array([gaps[k][0] for k in R]), np.array([gaps[k][1] for k in R])
-            lam = np.where(gl >= 0, 1.0, np.where(gu <= 0, 0.0, gu / np.where(gu > gl, gu - gl, 1)))
-            first = np.where(gl >= 0, True, np.where(gu <= 0, False, gu >= -gl))
-            top = lam[:, None] * P0 + (1 - lam)[:, None] * P1
-            top[:, -1] -= np.where((gl < 0) & (gu > 0), lam * gl, 0)
-            low = np.where(first[:, None], P0, P1)
+            if cache is not None and at in cache:
+                first, top, low = cache[at]
+            else:
+                gl, gu = np.array([gaps[k] for k in R.tolist()]).T
+                lam = np.where(gl >= 0, 1.0, np.where(gu <= 0, 0.0, gu / np.where(gu > gl, gu - gl, 1)))
+                first = np.where(gl >= 0, True, np.where(gu <= 0, False, gu >= -gl))
+                top = lam[:, None] * P0 + (1 - lam)[:, None] * P1
+                top[:, -1] -= np.where((gl < 0) & (gu > 0), lam * gl, 0)
+                low = np.where(first[:, None], P0, P1)
+                if cache is not None:
+                    cache[at] = first, top, low
             pos, neg = np.maximum(C, 0), np.minimum(C, 0)
             G[:, d + R] = 0
             G[:, cols] += pos @ top + neg @ low
@@ -320,18 +330,21 @@ class Disjunct:
         LO[:d, :d] = UP[:d, :d] = np.eye(d)
         DLO, DUP = np.zeros((max(len(self.pairs), 1), d + 1)), np.zeros((max(len(self.pairs), 1), d + 1))
         L, U = np.concatenate([lo, np.zeros(self.N)]), np.concatenate([hi, np.zeros(self.N)])
-        gaps, hinges, tight, shown = {}, {}, {}, {}
+        gaps, hinges, tight, shown, cache = {}, {}, {}, {}, {}
 
         def extreme(f, up):
             return float(f[:d] @ np.where((f[:d] > 0) == up, hi, lo) + f[d])
         for r, (run, (Mp, Mn, Cp, Cn, const, slots)) in enumerate(zip(self._depths()[0], self._run_forms())):
             if tighten and r:
-                shown = self.backsubstitution(run, L, U, gaps, hinges)
+                shown = self.backsubstitution(run, L, U, gaps, hinges, cache)
             low, high = Mp @ LO + Mn @ UP + Cp @ DLO + Cn @ DUP, Mp @ UP + Mn @ LO + Cp @ DUP + Cn @ DLO
             low[:, d] += const
             high[:, d] += const
             elo = np.einsum("ij,ij->i", low[:, :d], np.where(low[:, :d] > 0, lo, hi)) + low[:, d]
             eup = np.einsum("ij,ij->i", high[:, :d], np.where(high[:, :d] > 0, hi, lo)) + high[:, d]
+            if (two := self._two_piece_runs()[r]) is not None:
+                self._two_piece(two, low, high, elo, eup, (lo, hi, L, U, LO, UP), gaps, shown, tight, signs)
+                continue
             for k in run.tolist():
                 z, (values, g, paired) = d + k, slots[k]
                 ivs = [(elo[i], eup[i]) for i in values]
@@ -386,6 +399,60 @@ class Disjunct:
                         DUP[j] += s * high[h]
                         DUP[j, d] -= s * hl
         return L, U, gaps, {j: (DLO[j], DUP[j]) for j in hinges}, tight, hinges
+
+    def _two_piece_runs(self) -> list:
+        """Per run of ``_depths``, when each of its nodes is a max of two pieces outside any pair, ``(nodes,
+        p's rows, q's rows, g's rows)`` (indices into the run's forms, ``_run_forms``), else None."""
+        if not hasattr(self, "two_piece_runs"):
+            self.two_piece_runs = []
+            for run, (*_, slots) in zip(self._depths()[0], self._run_forms()):
+                ks = run.tolist()
+                if all(k in self.gaps and k not in self.diffs for k in ks):
+                    self.two_piece_runs.append((run, *(np.array([slots[k][0][i] for k in ks]) for i in (0, 1)),
+                                                np.array([slots[k][1] for k in ks])))
+                else:
+                    self.two_piece_runs.append(None)
+        return self.two_piece_runs
+
+    def _two_piece(self, two: tuple, low, high, elo, eup, state: tuple, gaps: dict, shown: dict, tight: dict,
+                   signs: dict | None) -> None:
+        """``bounds``' step for a run of two-piece nodes outside pairs, all nodes at once: the same
+        bounds, gaps, sides stated and functions as its node-by-node step."""
+        run, i0, i1, ig = two
+        lo, hi, L, U, LO, UP = state
+        d, z = self.d, self.d + run
+        l0, u0, l1, u1 = elo[i0], eup[i0], elo[i1], eup[i1]
+        gl, gu = np.maximum(elo[ig], l0 - u1), np.minimum(eup[ig], u0 - l1)
+        if shown:                              # _met, for every node of the run
+            bl, bu = np.array([shown[k] for k in run.tolist()]).T
+            open_ = (gl < 0) & (gu > 0)
+            cut = SHRINK * (gu - gl)
+            upper = open_ & ((bu < gu - cut) | (bu < -1e-7))
+            lower = open_ & ((bl > gl + cut) | (bl > 1e-7))
+            gu, gl = np.where(upper, bu, gu), np.where(lower, bl, gl)
+            for k, up, down in zip(run[upper | lower].tolist(), upper[upper | lower], lower[upper | lower]):
+                tight[k] = [1] * bool(up) + [0] * bool(down)
+        for at, k in enumerate(run.tolist()):
+            for side in (signs or {}).get(k, ()):
+                gl[at], gu[at] = (gl[at], min(gu[at], 0.0)) if side else (max(gl[at], 0.0), gu[at])
+        gaps.update(zip(run.tolist(), zip(gl.tolist(), gu.tolist())))
+        first = gl >= 0
+        second = ~first & (gu <= 0)
+        unstable = ~first & ~second
+        below = low[np.where(first | ~second & (l1 + u1 <= l0 + u0), i0, i1)]
+        b0 = u0 - l0 <= u1 - l1                # z = b + max(h, 0), b the piece of narrower range
+        hl, hu = np.where(b0, -gu, gl), np.where(b0, -gl, gu)
+        s = np.where(unstable, hu / np.where(unstable, hu - hl, 1), 0)
+        above = np.where(unstable[:, None], high[np.where(b0, i0, i1)] + s[:, None] * np.where(b0[:, None], -low[ig], high[ig]),
+                         high[np.where(first, i0, i1)])
+        above[:, d] += np.where(unstable, np.maximum(-s * hl, hu - s * hu), 0)
+
+        def extreme(F, up):
+            return np.einsum("ij,ij->i", F[:, :d], np.where((F[:, :d] > 0) == up, hi, lo)) + F[:, d]
+        L[z] = np.maximum(np.maximum(l0, l1), extreme(below, False))
+        U[z] = np.minimum(np.minimum(np.maximum(u0, u1), extreme(above, True)),
+                          np.maximum(u1 + np.maximum(gu, 0), u0 + np.maximum(-gl, 0)))
+        LO[z], UP[z] = below, above
 
     def fixed(self, bounds: tuple) -> bool:
         """Whether the relaxation of the cell of ``bounds`` is the network itself (floats: a guide): every node
@@ -445,6 +512,7 @@ class Disjunct:
             add(self.atoms_at + j, list(i), list(a), c)
         rows += [self.atoms_at + j for j in chosen]      # g(v) = G v + const ≥ 0 as −G v ≤ const, atoms −G v + t ≤ const
         cols += [n] * len(chosen)
+        from scipy.optimize import linprog       # imported where first needed: 0.25 CPU s a command that solves no LP
         A = csr_matrix((-np.array(vals + [-1.0] * len(chosen)), (rows, cols)), shape=(self.rows, n + 1))
         c = np.zeros(n + 1)
         c[-1] = -1.0
@@ -553,7 +621,7 @@ class Search:
                 if self._expand(p, k, cells) is None:
                     return self.out
                 trees.append(root)
-            self.out.verdict, self.out.trees = "unsat", trees
+            self.out.verdict, self.out.trees, self.out.tables = "unsat", trees, [(p.F, p.ys) for p in problems]
         except Deadline:
             self.out.verdict, self.out.reason = "timeout", "the search ran past --timeout"
         return self.out
@@ -628,8 +696,13 @@ class Search:
                     node.update(witness=sparse_text(w, len(exact)), **tighten_text(p, bounds[4]))
                     self.out.leaves += 1
                     continue
-            solved = p.lp(lo, hi, bounds)
-            self.out.lps += 1
+            wide = [i for i in widest(lo, hi, width0) if hi[i] - lo[i] > MIN_WIDTH * width0[i]]
+            # The LP is worth solving where it may close the cell or must decide it.  Not for one atom that its
+            # back-substitution bounds above 0 on a cell still to bisect: the LP maximises the same atom over the
+            # same rows, and on ACAS Xu 1_2 prop_1 it closed none of 38 such cells (1.4 of 11 CPU s).
+            solve = len(p.forms) > 1 or top <= MARGIN or not wide or p.fixed(bounds)
+            solved = p.lp(lo, hi, bounds) if solve else None
+            self.out.lps += solve
             if solved is not None and solved[0] > MARGIN:
                 exact = exact or LeafRows(p.F, cube, p.forms + cuts, p.pairs, bounds[4], signs)
                 if (w := p.witness(cube, solved[1], exact)) is not None:
@@ -641,8 +714,7 @@ class Search:
             for x in points:                   # exact evaluation only where the floats see a violation
                 if p.margin(x[None])[0] >= -MARGIN and self._confirm(p, k, x):
                     return None
-            wide = [i for i in widest(lo, hi, width0) if hi[i] - lo[i] > MIN_WIDTH * width0[i]]
-            if solved is None or abs(solved[0]) <= MARGIN or not wide or p.fixed(bounds):
+            if solve and (solved is None or abs(solved[0]) <= MARGIN) or not wide or p.fixed(bounds):
                 exact = exact or LeafRows(p.F, cube, p.forms + cuts, p.pairs, bounds[4], signs)
                 decided = self._decide(p, k, exact)
                 if decided == "sat":
@@ -754,12 +826,13 @@ def sparse_text(w: dict, n: int) -> dict:
     return {"length": n, "index": sorted(w), "value": [format_rational(w[i]) for i in sorted(w)]}
 
 
-def check_work(cert: dict) -> int:
+def check_work(cert: dict, tables: list | None = None) -> int:
     """The checker's work figure for the V1 certificate ``cert`` (``check --max-work`` must be at least this),
-    computed by the checker's own ``verify_cert.work``."""
+    computed by the checker's own ``verify_cert.work``; ``tables``: the search's node tables (``Verdict.tables``),
+    not built again."""
     from ..checker.verify_cert import read_model, read_property, work
     model, ev = read_model(cert["models"]["net"], "models.net"), cert["claims"][0]["evidence"]
-    return work(model, read_property(ev["property"], len(model.box), len(model.readout)), ev["trees"])
+    return work(model, read_property(ev["property"], len(model.box), len(model.readout)), ev["trees"], built=tables)
 
 
 def tighten_text(p: Disjunct, tight: dict) -> dict:
