@@ -414,6 +414,16 @@ def test_the_split_that_makes_progress_on_one_half_is_preferred():
     assert lookahead([0, 1, 2], tops.__getitem__) == 2        # fewest open halves first
 
 
+def test_a_half_looser_than_its_cell_is_read_at_the_cells_bound():
+    """The cell's own bound holds on its halves: a half whose relaxation came out looser is capped there, so
+    the split that nearly closes the other half wins over halving a coordinate that hardly matters (ACAS Xu
+    3_6 prop_3: uncapped, past 60 s of such halvings; capped, 5 leaves)."""
+    from exactform.search.verify import lookahead
+    tops = {4: [0.076, 1.054], 2: [0.545, 0.551], 3: [3.297, 0.079]}      # measured on 3_6 prop_3, cell at 0.58
+    assert lookahead([4, 2, 3], tops.__getitem__) == 2                     # uncapped: the smallest sum
+    assert lookahead([4, 2, 3], tops.__getitem__, 0.58) == 4
+
+
 def test_the_json_says_the_work_bound_that_checks_the_certificate(tmp_path, capsys, monkeypatch):
     """``equiv --cert --json`` reports ``check_work``, the checker's own figure for the certificate it wrote:
     ``check --max-work`` at that figure accepts it, one below refuses it (exit 2) before any arithmetic."""

@@ -553,3 +553,18 @@ def test_a_run_of_two_piece_nodes_is_bounded_at_once_as_node_by_node():
         assert one[2].keys() == other[2].keys() and np.allclose(list(one[2].values()), list(other[2].values()), atol=1e-12)
         assert one[4] == other[4] and any(one[4].values())
         assert abs(vector.least_plan(one)[0] - single.least_plan(other)[0]) <= 1e-9
+
+
+def test_a_rare_violation_is_found_by_the_attack(tmp_path):
+    """ACAS Xu 1_2 prop_2 is violated on a small part of its box: none of 512 random points comes within
+    0.001 of it.  The attack (4,096 points, then an ascent whose step each point halves on its own) finds a
+    counterexample before any search, and it violates the property exactly."""
+    root = Path(__file__).resolve().parents[1]
+    net, prop = root / "data/acasxu/ACASXU_run2a_1_2_batch_2000.onnx", root / "exactform/benchmarks/data/acasxu_vnnlib/prop_2.vnnlib"
+    r = cli("verify", net, prop, "--json", "--counterexample", tmp_path / "ce.txt")
+    out = json.loads(r.stdout)
+    assert r.returncode == 1 and out["verdict"] == "sat" and out["leaves"] == 0, r.stderr[-300:]
+    x = [Fraction(v) for v in out["counterexample"]["X"]]
+    from exactform.commands.verify import network
+    y = network(net, read_property(prop))(x)
+    assert all(y[0] >= y[j] for j in range(1, 5)) and [Fraction(v) for v in out["counterexample"]["Y"]] == list(y)
