@@ -568,3 +568,39 @@ def test_a_rare_violation_is_found_by_the_attack(tmp_path):
     from exactform.commands.verify import network
     y = network(net, read_property(prop))(x)
     assert all(y[0] >= y[j] for j in range(1, 5)) and [Fraction(v) for v in out["counterexample"]["Y"]] == list(y)
+
+
+def test_runs_beyond_the_dense_limit_are_bounded_and_evaluated_alike(monkeypatch):
+    """A run whose dense rows would exceed ``DENSE`` entries is bounded with sparse rows and evaluated node by
+    node: on a ReLU net alone (runs of two-piece nodes) and beside another (paired nodes), on random
+    sub-boxes, the same bounds, gaps, stated sides, pairs' h and values as with dense rows."""
+    import numpy as np
+
+    import exactform.search.verify as search
+    from exactform.checker.forms import Forms, outputs, read_model
+    from exactform.checker.relax import pairs
+    nets = [MaxoutNet.from_json(Reader(random_net(seed, hidden=5))) for seed in (4, 5)]
+    box = [(Fraction(-1), Fraction(1))] * 2
+    rng, default = np.random.default_rng(5), search.DENSE
+    for count in (1, 2):
+        F = Forms(box)
+        for net in nets[:count]:
+            outputs(F, read_model(net.to_json(), "net"))
+        tables = []
+        for limit in (default, 0):
+            monkeypatch.setattr(search, "DENSE", limit)
+            tables.append(search.Disjunct(F, box, [], pairs(F, len(F.calls) // 2) if count == 2 else []))
+            tables[-1]._run_forms(), tables[-1]._dense_pieces()          # built under this limit
+        dense, sparse = tables
+        assert bool(dense.pairs) == (count == 2) and any(dense._dense_pieces())
+        assert all(not isinstance(r[0], slice) for r in dense._run_forms())
+        assert all(isinstance(r[0], slice) for r in sparse._run_forms()) and not any(sparse._dense_pieces())
+        X = rng.uniform(-1, 1, (64, 2))
+        assert np.allclose(dense.values(X), sparse.values(X), atol=1e-12)
+        for _ in range(20):
+            a = rng.uniform(-1, 0.8, 2)
+            b = np.minimum(a + rng.uniform(0.05, 1, 2), 1)
+            one, other = dense.bounds(a, b, tighten=True), sparse.bounds(a, b, tighten=True)
+            assert np.allclose(one[0], other[0], atol=1e-12) and np.allclose(one[1], other[1], atol=1e-12)
+            assert one[2].keys() == other[2].keys() and one[4] == other[4] and one[5].keys() == other[5].keys()
+            assert np.allclose(list(one[2].values()), list(other[2].values()), atol=1e-12)

@@ -109,7 +109,7 @@ class Relaxed:
             if 2 * near >= self.eps or not wide:
                 left.append((cons, cube, slot, n))
                 continue
-            i, parts, assessed = self._split(cube, wide[:LOOKAHEAD] if spread is not None else wide[:1])
+            i, parts, assessed = self._split(cube, wide[:LOOKAHEAD] if spread is not None else wide[:1], top)
             c = parts[1][i][0]
             g = {i: Fraction(1), ONE: -c}
             children = [None, None]
@@ -140,16 +140,17 @@ class Relaxed:
             plans.append(w)
         return bounds, plans, None, None, None
 
-    def _split(self, cube: list, coordinates: list) -> tuple:
+    def _split(self, cube: list, coordinates: list, top: float | None = None) -> tuple:
         """``(i, (below, above), their _assess)``: the coordinate ``lookahead`` picks of ``coordinates`` by the
-        halves' assessments (kept for when they are expanded); one coordinate is not assessed ahead."""
+        halves' assessments (kept for when they are expanded; ``top``: the cell's own bound); one coordinate is
+        not assessed ahead."""
         def parts(i):
             c = (cube[i][0] + cube[i][1]) / 2
             return cube[:i] + [(cube[i][0], c)] + cube[i + 1:], cube[:i] + [(c, cube[i][1])] + cube[i + 1:]
         if len(coordinates) == 1:
             return coordinates[0], parts(coordinates[0]), (None, None)
         assessed = {i: [self._assess(part) for part in parts(i)] for i in coordinates}
-        i = lookahead(coordinates, lambda i: [-np.inf if a[2] is None else a[2] for a in assessed[i]])
+        i = lookahead(coordinates, lambda i: [-np.inf if a[2] is None else a[2] for a in assessed[i]], top)
         return i, parts(i), assessed[i]
 
     def _close(self, cube: list, plans: list, tight: dict) -> dict | None:

@@ -80,7 +80,8 @@ def _warm(c: list, A: list, b: list) -> list | None:
     """The rows of HiGHS's optimum of max c·v subject to A v ≤ b (floats): those of positive dual first, then
     the tightest, as many as are independent (Gram–Schmidt in floats), when they are len(c) and
     c = yᵀ B with y ≥ 0 exactly (a dual-feasible basis for ``dual_simplex``); else None."""
-    from scipy.optimize import linprog       # imported where first needed (search/verify.py)
+    from scipy.optimize import linprog  # imported where first needed (search/verify.py)
+
     n = len(c)
     M = np.array([[float(q) for q in a] for a in A])
     result = linprog(-np.array([float(q) for q in c]), A_ub=M, b_ub=np.array([float(q) for q in b]),

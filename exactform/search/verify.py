@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from scipy.sparse import csr_matrix
 from threadpoolctl import threadpool_limits
 
 from ..checker.forms import Forms, negated, outputs, read_model
@@ -321,13 +320,15 @@ class Disjunct:
         return float(value[0]), W[0], G[0, :self.d]
 
     def _run_forms(self) -> list:
-        """Per run of ``_depths``, the forms its nodes read, as sparse rows over the variables (positive and
-        negative parts apart), the pairs' differences and the constant: per node its pieces (a hardmax
-        node: its values), g = p − q for two pieces, and for the node b of a pair δ_0, δ_1, h read through
-        the earlier pairs; with ``{node: (pieces' rows, g's row, δ_0's row)}``.  Every form of a run reads
-        only earlier runs' variables, so one product per run gives all its sides."""
+        """Per run of ``_depths``, the forms its nodes read, as rows over the variables (positive and negative
+        parts apart), the pairs' differences and the constant: per node its pieces (a hardmax node: its values),
+        g = p − q for two pieces, and for the node b of a pair δ_0, δ_1, h read through the earlier pairs; with
+        ``{node: (pieces' rows, g's row, δ_0's row)}``: ``(columns, pair columns, M⁺, M⁻, C⁺, C⁻, constants,
+        slots)``, the matrices dense over the columns the run reads, or (beyond ``DENSE`` entries) sparse over
+        all.  Every form of a run reads only earlier runs' variables, so one product per run gives all its
+        sides."""
         if not hasattr(self, "run_forms"):
-            n, self.run_forms = self.d + self.N, []
+            n, P, self.run_forms = self.d + self.N, max(len(self.pairs), 1), []
             for run in self._depths()[0]:
                 parts, slots = [], {}
                 for k in run.tolist():
@@ -338,13 +339,23 @@ class Disjunct:
                     parts += [(p, []) for p in values] + ([(self.gaps[k], [])] if k in self.gaps else []) + \
                         (self.diffs[k][2] if k in self.diffs else [])
                 rows = np.repeat(np.arange(len(parts)), [len(i) for (i, _, _), _ in parts])
-                M = csr_matrix((np.concatenate([np.zeros(0)] + [a for (_, a, _), _ in parts]),
-                                (rows, np.concatenate([np.zeros(0, int)] + [i for (i, _, _), _ in parts]))), shape=(len(parts), n))
+                at = np.concatenate([np.zeros(0, int)] + [i for (i, _, _), _ in parts])
                 terms = [(r, j, c) for r, (_, ts) in enumerate(parts) for j, c in ts]
-                C = csr_matrix(([c for _, _, c in terms], ([r for r, _, _ in terms], [j for _, j, _ in terms])),
-                               shape=(len(parts), max(len(self.pairs), 1)))
-                self.run_forms.append((M.maximum(0), M.minimum(0), C.maximum(0), C.minimum(0),
-                                       np.array([c for (_, _, c), _ in parts]), slots))
+                cols, pcols = np.unique(at), np.unique(np.array([j for _, j, _ in terms], dtype=int))
+                if len(parts) * (len(cols) + len(pcols)) <= DENSE:
+                    M, C = np.zeros((len(parts), len(cols))), np.zeros((len(parts), len(pcols)))
+                    np.add.at(M, (rows, np.searchsorted(cols, at)), np.concatenate([np.zeros(0)] + [a for (_, a, _), _ in parts]))
+                    for r, j, c in terms:
+                        C[r, np.searchsorted(pcols, j)] += c
+                    Mp, Mn, Cp, Cn = M.clip(min=0), M.clip(max=0), C.clip(min=0), C.clip(max=0)
+                else:
+                    from scipy.sparse import csr_matrix  # a run too large for dense rows (imported only then)
+                    M = csr_matrix((np.concatenate([np.zeros(0)] + [a for (_, a, _), _ in parts]), (rows, at)), shape=(len(parts), n))
+                    C = csr_matrix(([c for _, _, c in terms], ([r for r, _, _ in terms], [j for _, j, _ in terms])),
+                                   shape=(len(parts), P))
+                    cols = pcols = slice(None)
+                    Mp, Mn, Cp, Cn = M.maximum(0), M.minimum(0), C.maximum(0), C.minimum(0)
+                self.run_forms.append((cols, pcols, Mp, Mn, Cp, Cn, np.array([c for (_, _, c), _ in parts]), slots))
         return self.run_forms
 
     def least_plan(self, bounds: tuple) -> tuple[float, np.ndarray | None, np.ndarray | None]:
@@ -368,10 +379,11 @@ class Disjunct:
 
         def extreme(f, up):
             return float(f[:d] @ np.where((f[:d] > 0) == up, hi, lo) + f[d])
-        for r, (run, (Mp, Mn, Cp, Cn, const, slots)) in enumerate(zip(self._depths()[0], self._run_forms())):
+        for r, (run, (cols, pcols, Mp, Mn, Cp, Cn, const, slots)) in enumerate(zip(self._depths()[0], self._run_forms())):
             if tighten and r:
                 shown = self.backsubstitution(run, L, U, gaps, hinges, cache)
-            low, high = Mp @ LO + Mn @ UP + Cp @ DLO + Cn @ DUP, Mp @ UP + Mn @ LO + Cp @ DUP + Cn @ DLO
+            lo_, up_, dlo, dup = LO[cols], UP[cols], DLO[pcols], DUP[pcols]
+            low, high = Mp @ lo_ + Mn @ up_ + Cp @ dlo + Cn @ dup, Mp @ up_ + Mn @ lo_ + Cp @ dup + Cn @ dlo
             low[:, d] += const
             high[:, d] += const
             elo = np.einsum("ij,ij->i", low[:, :d], np.where(low[:, :d] > 0, lo, hi)) + low[:, d]
@@ -546,7 +558,9 @@ class Disjunct:
             add(self.atoms_at + j, list(i), list(a), c)
         rows += [self.atoms_at + j for j in chosen]      # g(v) = G v + const ≥ 0 as −G v ≤ const, atoms −G v + t ≤ const
         cols += [n] * len(chosen)
-        from scipy.optimize import linprog       # imported where first needed: 0.25 CPU s a command that solves no LP
+        from scipy.optimize import linprog  # imported where first needed: 0.35 CPU s a command that solves no LP
+        from scipy.sparse import csr_matrix
+
         A = csr_matrix((-np.array(vals + [-1.0] * len(chosen)), (rows, cols)), shape=(self.rows, n + 1))
         c = np.zeros(n + 1)
         c[-1] = -1.0
