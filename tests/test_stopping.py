@@ -112,7 +112,8 @@ def test_an_instance_whose_benchmark_ended_before_it_asked_ends_itself():
 
 
 DATA = ROOT / "exactform" / "benchmarks" / "data"
-VERIFY = [sys.executable, "-m", "exactform", "verify", str(ROOT / "data" / "acasxu" / "ACASXU_run2a_2_7_batch_2000.onnx"),
+VERIFY = [sys.executable, "-m", "exactform", "verify",
+          str(ROOT / "data" / "acasxu" / "ACASXU_run2a_2_7_batch_2000.onnx"),
           str(DATA / "acasxu_vnnlib" / "prop_1.vnnlib"), "--workers", "2"]
 
 
