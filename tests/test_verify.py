@@ -571,8 +571,7 @@ def test_a_rare_violation_is_found_by_the_attack(tmp_path):
 
 
 def test_runs_beyond_the_dense_limit_are_bounded_and_evaluated_alike(monkeypatch):
-    """A run whose dense rows would exceed ``DENSE`` entries is bounded with sparse rows and evaluated node by
-    node: on a ReLU net alone (runs of two-piece nodes) and beside another (paired nodes), on random
+    """A run whose dense rows would exceed ``DENSE`` entries is bounded and evaluated with sparse rows: on a ReLU net alone (runs of two-piece nodes) and beside another (paired nodes), on random
     sub-boxes, the same bounds, gaps, stated sides, pairs' h and values as with dense rows."""
     import numpy as np
 
@@ -590,11 +589,11 @@ def test_runs_beyond_the_dense_limit_are_bounded_and_evaluated_alike(monkeypatch
         for limit in (default, 0):
             monkeypatch.setattr(search, "DENSE", limit)
             tables.append(search.Disjunct(F, box, [], pairs(F, len(F.calls) // 2) if count == 2 else []))
-            tables[-1]._run_forms(), tables[-1]._dense_pieces()          # built under this limit
+            tables[-1]._run_forms()                                     # built under this limit
         dense, sparse = tables
-        assert bool(dense.pairs) == (count == 2) and any(dense._dense_pieces())
+        assert bool(dense.pairs) == (count == 2) and any(dense._two_piece_runs())
         assert all(not isinstance(r[0], slice) for r in dense._run_forms())
-        assert all(isinstance(r[0], slice) for r in sparse._run_forms()) and not any(sparse._dense_pieces())
+        assert all(isinstance(r[0], slice) for r in sparse._run_forms())
         X = rng.uniform(-1, 1, (64, 2))
         assert np.allclose(dense.values(X), sparse.values(X), atol=1e-12)
         for _ in range(20):

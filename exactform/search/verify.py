@@ -42,7 +42,7 @@ from .exact_leaf import first_relaxed, leaf_lp
 MARGIN = 1e-9          # a float bound (an atom's, or −t* of the LP) above −MARGIN is not worth an exact attempt
 SHRINK = 0.1          # a back-substitution bound is stated where it makes a gap or a pair's h stable or narrower by this part
 MIN_WIDTH = 1e-12      # a cell narrower than this (relative to the box) is not split again: unknown
-DENSE = 1 << 22        # entries of a run's dense piece matrices (``Disjunct.values``), at most
+DENSE = 1 << 22        # entries of a run's dense form matrices (``Disjunct._run_forms``), at most
 ASPECT = 1024          # a coordinate this many times narrower (relative to the box) than the widest is not split
 #   (a 2-D Maxout net under two atoms: x_0 halved toward a face of the relaxation down to 10⁻¹² while x_1 stayed
 #   1 wide, past 120 s; with the rule 948 leaves, 22 s; ACAS Xu 1_1 and 3_1 prop_3 unchanged, 33 and 2 leaves)
@@ -118,13 +118,13 @@ class Disjunct:
     # --- floating point: evaluation, bounds, the leaf LP -------------------------------------------
     def values(self, X: np.ndarray) -> np.ndarray:
         """Every variable at each point (rows of X), in floating point (hardmax ties averaged); a run of
-        two-piece nodes by two dense products (``_dense_pieces``)."""
+        two-piece nodes by one product with its forms (``_run_forms``)."""
         V = np.zeros((X.shape[0], self.d + self.N))
         V[:, :self.d] = X
-        for run, dense in zip(self._depths()[0], self._dense_pieces()):
-            if dense is not None:
-                cols, A0, c0, A1, c1 = dense
-                V[:, self.d + run] = np.maximum(V[:, cols] @ A0 + c0, V[:, cols] @ A1 + c1)
+        for run, two, (cols, _, Mp, Mn, _, _, const, _) in zip(self._depths()[0], self._two_piece_runs(), self._run_forms()):
+            if two is not None:
+                W = ((Mp + Mn) @ V[:, cols].T).T + const
+                V[:, self.d + run] = np.maximum(W[:, two[1]], W[:, two[2]])
                 continue
             for k in run.tolist():
                 self._value(V, k)
@@ -141,28 +141,6 @@ class Disjunct:
             scores, v = vals[:, :T], vals[:, T:]
             top = scores >= scores.max(axis=1, keepdims=True) - 1e-12
             V[:, self.d + k] = (v * top).sum(axis=1) / top.sum(axis=1)
-
-    def _dense_pieces(self) -> list:
-        """Per run of ``_depths`` whose nodes are two-piece maxes (``_two_piece_runs``), their pieces as dense
-        matrices over the columns they read, ``(columns, A_0, c_0, A_1, c_1)``: piece i of the run's nodes is
-        ``V[:, columns] @ A_i + c_i``; None for other runs, and for a run whose matrices would exceed
-        ``DENSE`` entries (then node by node)."""
-        if not hasattr(self, "dense_pieces"):
-            self.dense_pieces = []
-            for two in self._two_piece_runs():
-                ks = [] if two is None else two[0].tolist()
-                cols = np.unique(np.concatenate([i for k in ks for i, _, _ in self.pieces[k][1]] + [np.zeros(0, int)]))
-                if not ks or len(ks) * len(cols) > DENSE:
-                    self.dense_pieces.append(None)
-                    continue
-                at = {v: j for j, v in enumerate(cols.tolist())}
-                A, c = np.zeros((2, len(cols), len(ks))), np.zeros((2, len(ks)))
-                for j, k in enumerate(ks):
-                    for piece, (i, a, const) in enumerate(self.pieces[k][1]):
-                        A[piece, [at[v] for v in i.tolist()], j] = a
-                        c[piece, j] = const
-                self.dense_pieces.append((cols, A[0], c[0], A[1], c[1]))
-        return self.dense_pieces
 
     def margin(self, X: np.ndarray) -> np.ndarray:
         """The least atom's value at each point: ≥ 0 where the point violates the property (floats)."""
