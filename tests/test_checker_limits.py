@@ -275,3 +275,33 @@ def test_an_e1_tree_field_of_the_wrong_type_is_one_line(tmp_path, field, value, 
     write_json(tmp_path / "e.cert.json", doc)
     result = check_file(str(tmp_path / "e.cert.json"))
     assert result.code == code and "\n" not in result.known and words in result.known, result.known
+
+
+def test_combine_is_fraction_arithmetic():
+    """``reader.combine`` sums in integers; it must give what Fraction arithmetic gives, zeros dropped, for
+    dyadic and other denominators, coefficients given as ints or Fractions."""
+    rng = random.Random(7)
+
+    def number():
+        return rng.choice([Fraction(rng.randint(-9, 9), rng.choice([1, 2, 3, 8, 10, 7 * 2**40])), rng.randint(-3, 3)])
+    for _ in range(300):
+        forms = [{k: Fraction(number()) for k in rng.sample([reader.ONE, 0, 1, 2, 3], rng.randint(0, 4))}
+                 for _ in range(rng.randint(0, 4))]
+        terms, constant = [(number(), f) for f in forms], number()
+        expected: dict = {reader.ONE: Fraction(constant)} if constant else {}
+        for a, f in terms:
+            for k, x in f.items():
+                expected[k] = expected.get(k, 0) + a * x
+        got = reader.combine(terms, constant)
+        assert got == {k: x for k, x in expected.items() if x}
+        assert all(type(x) is Fraction and x for x in got.values())
+
+
+def test_combine_refuses_a_derived_number_beyond_max_bits():
+    """A product, or a sum over coprime denominators, beyond ``MAX_BITS`` is refused, not carried on."""
+    big = Fraction(1, 3 ** (reader.MAX_BITS // 2))                  # about 0.8·MAX_BITS bits
+    with pytest.raises(reader.Malformed, match="exceeds"):
+        reader.combine([(big, {0: big})])
+    with pytest.raises(reader.Malformed, match="exceeds"):
+        reader.combine([(1, {0: big}), (1, {0: Fraction(1, 5 ** (reader.MAX_BITS // 3))})])
+    assert reader.combine([(1, {0: big}), (-1, {0: big})]) == {}

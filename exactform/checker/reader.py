@@ -376,17 +376,45 @@ def head(h, at, w, tally: Tally) -> tuple:
 
 
 def combine(terms, constant=0) -> dict:
-    """Σ a·form + constant over ``terms = [(a, form)]``, zero coefficients dropped."""
-    out = {ONE: constant} if constant else {}
+    """Σ a·form + constant over ``terms = [(a, form)]``, zero coefficients dropped.  A coefficient read once is
+    a·x (x itself for a = 1); a sum of more is taken as one integer fraction ``[numerator, denominator]``
+    (Fraction arithmetic is slow) and reduced at the end.  A coefficient, and any common denominator its sum needs on the
+    way, beyond ``MAX_BITS`` is refused."""
+    sums = {ONE: [constant.numerator, constant.denominator]} if constant else {}
     for a, form in terms:
-        for k, x in form.items():  # products by 1 and sums with a new key skipped: Fraction arithmetic is slow
-            y = x if a == 1 else a if x == 1 and type(a) is Fraction else a * x
-            if k in out:
-                y = out[k] + y
-            if y.denominator.bit_length() > MAX_BITS or y.numerator.bit_length() > MAX_BITS:
-                _fail("a form", f"a derived number exceeds {MAX_BITS} bits, beyond the checker's work limit")
-            out[k] = y
-    return {k: x for k, x in out.items() if x}
+        p, q = a.numerator, a.denominator
+        for k, x in form.items():
+            s = sums.get(k)
+            if s is None:
+                sums[k] = x if p == q else a if x == 1 and type(a) is Fraction else a * x
+                continue
+            n, d = p * x.numerator, q * x.denominator
+            if type(s) is not list:
+                s = sums[k] = [s.numerator, s.denominator]
+            if s[1] % d == 0:
+                s[0] += n * (s[1] // d)
+            elif d % s[1] == 0:
+                s[0], s[1] = s[0] * (d // s[1]) + n, d
+            else:
+                g = math.gcd(s[1], d)
+                s[0], s[1] = s[0] * (d // g) + n * (s[1] // g), s[1] // g * d
+                if s[1].bit_length() > MAX_BITS:
+                    r = math.gcd(*s)
+                    s[0], s[1] = s[0] // r, s[1] // r
+                    if s[1].bit_length() > MAX_BITS:
+                        _fail("a form", f"a derived number exceeds {MAX_BITS} bits, beyond the checker's work limit")
+    out = {}
+    for k, s in sums.items():
+        if type(s) is list:
+            if not s[0]:
+                continue
+            s = Fraction(*s)
+        elif not s:
+            continue
+        if s.denominator.bit_length() > MAX_BITS or s.numerator.bit_length() > MAX_BITS:
+            _fail("a form", f"a derived number exceeds {MAX_BITS} bits, beyond the checker's work limit")
+        out[k] = s
+    return out
 
 
 def slack(form, err) -> Fraction:

@@ -141,7 +141,7 @@ def run(args) -> int:
     try:
         with make_executor(args.workers, args.scheduler) as executor:
             out = verify(doc, prop, None if args.timeout is None else max(args.timeout - (time.perf_counter() - start), 0.0),
-                     executor, eps)
+                     executor, eps, model)
     except ExecutorError as e:
         return lost_work("verify", e)
     written, ce, needed = None, None, None

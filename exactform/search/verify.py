@@ -319,7 +319,8 @@ class Disjunct:
                 rows = np.repeat(np.arange(len(parts)), [len(i) for (i, _, _), _ in parts])
                 at = np.concatenate([np.zeros(0, int)] + [i for (i, _, _), _ in parts])
                 terms = [(r, j, c) for r, (_, ts) in enumerate(parts) for j, c in ts]
-                cols, pcols = np.unique(at), np.unique(np.array([j for _, j, _ in terms], dtype=int))
+                # sorted sets, not np.unique: its first call imports numpy.ma (8 ms a process)
+                cols, pcols = (np.array(sorted(set(v)), dtype=int) for v in (at.tolist(), [j for _, j, _ in terms]))
                 if len(parts) * (len(cols) + len(pcols)) <= DENSE:
                     M, C = np.zeros((len(parts), len(cols))), np.zeros((len(parts), len(pcols)))
                     np.add.at(M, (rows, np.searchsorted(cols, at)), np.concatenate([np.zeros(0)] + [a for (_, a, _), _ in parts]))
@@ -597,11 +598,13 @@ def _floats(form: dict) -> tuple:
 class Search:
     """The verdict of one network on one property (``run``)."""
 
-    def __init__(self, model_json: dict, disjuncts: list, deadline: float | None = None, seed: int = 0):
+    def __init__(self, model_json: dict, disjuncts: list, deadline: float | None = None, seed: int = 0, exact=None):
+        """``exact``: the model of ``model_json`` (``exactform.models``), when the caller has it: not read again."""
         from ..formats import Reader
         from ..models import MaxoutNet, Transformer
         self.json = model_json
-        self.exact = (Transformer if model_json["format"] == Transformer.FORMAT else MaxoutNet).from_json(Reader(model_json))
+        self.exact = exact or (Transformer if model_json["format"] == Transformer.FORMAT else MaxoutNet).from_json(
+            Reader(model_json))
         self.model = read_model(model_json, "model")
         self.disjuncts = disjuncts
         self.deadline = deadline
@@ -893,13 +896,15 @@ def exact_disjuncts(prop, eps: Fraction | None = None) -> list:
     return out if eps is None else [(cube, [loosened(a, prop.inputs, prop.outputs, eps) for a in atoms]) for cube, atoms in out]
 
 
-def verify(model_json: dict, prop, seconds: float | None = None, executor=None, eps: Fraction | None = None) -> Verdict:
-    """Decide ``prop`` (``importers.vnnlib.Property``) for the model; ``seconds``: the time limit;
+def verify(model_json: dict, prop, seconds: float | None = None, executor=None, eps: Fraction | None = None,
+           exact=None) -> Verdict:
+    """Decide ``prop`` (``importers.vnnlib.Property``) for the model (``exact``: the same, read, when the caller
+    has it); ``seconds``: the time limit;
     ``executor`` (``exactform.executor``): where the subtrees are proved; ``eps``: decide the property
     with every atom loosened by ε (a softmax Transformer within ε of the model: a ``sat`` of the
     loosened property says nothing about the Transformer, so it is reported as ``unknown``)."""
     deadline = None if seconds is None else time.monotonic() + seconds
-    out = Search(model_json, exact_disjuncts(prop, eps), deadline).run(executor)
+    out = Search(model_json, exact_disjuncts(prop, eps), deadline, exact=exact).run(executor)
     if eps is not None and out.verdict == "sat":
         out.verdict, out.reason = "unknown", (f"the Maxout net violates the property tightened by eps = {eps} at an "
                                               "exact point; the softmax Transformer itself has no exact value there")
