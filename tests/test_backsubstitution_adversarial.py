@@ -255,13 +255,14 @@ def test_mutations_are_caught(monkeypatch):
     assert caught == 1
 
 
-def plain_backsubstitution(rows: LeafRows, f: dict, sign: int) -> Fraction:
-    """docs/spec.md §8's back-substitution entry by entry: every row built from its rational form
-    (``rows[i]``), every entry of it added, the pair's row first, then the node's top row or z − p."""
+def plain_backsubstitution(rows: LeafRows, f: tuple, sign: int) -> Fraction:
+    """docs/spec.md §8's back-substitution entry by entry of the form f = (D, {variable: integer}): every row
+    built from its rational form (``rows[i]``), every entry of it added, the pair's row first, then the node's
+    top row or z − p."""
     from exactform.checker.reader import MAX_BITS, ONE
     from exactform.checker.relax import BITS, _integral, _maximum
 
-    D, form = _integral(f)
+    D, form = f
     T, D, refined = [0] * (rows.F.d + len(rows.F.nodes) + 1), D << 3 * BITS, 0
     for k, c in form.items():
         T[k] = sign * c << 3 * BITS
@@ -312,3 +313,35 @@ def test_back_substitution_is_the_plain_rule(seed, monkeypatch):
         for cube in (box, sub_box(rng, box), sub_box(rng, box)):
             LeafRows(Fm, cube, [], related, every(Fm, related))
     assert len(calls) > 100
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_dyadic_functions_are_the_rounding_they_state(seed):
+    """``relax._dyadic`` (integers only) against its statement in Fractions: each coefficient a rounded to
+    ``BITS`` significant bits toward ``up``, the residue taken at the end of x_i it points to and added to the
+    constant, which is then rounded outward; so the result is above (below) f at every corner of the box."""
+    from itertools import product
+
+    from exactform.checker.relax import _dyadic, outward
+    rng = random.Random(seed)
+    for _ in range(200):
+        d = rng.randint(1, 4)
+        den = rng.choice([1, 3, 2**50, 7 * 2**61, 10**30 + 7])
+        nums = [rng.choice([0, rng.randint(-10**40, 10**40)]) for _ in range(d + 1)]
+        cube = [tuple(sorted(Fraction(rng.randint(-2**20, 2**20), 2 ** rng.randint(0, 30)) for _ in range(2)))
+                for _ in range(d)]
+        up = rng.random() < 0.5
+        residue, coefficients = Fraction(0), []
+        for i, n in enumerate(nums[:d]):
+            a = Fraction(n, den)
+            q = outward(a, up)
+            coefficients.append(q)
+            residue += (a - q) * cube[i][(a > q) == up]
+        constant = outward(Fraction(nums[d], den) + residue, up)
+        D, got = _dyadic((den, nums), cube, up)
+        assert [Fraction(v, D) for v in got] == coefficients + [constant]
+        assert all(q.denominator & (q.denominator - 1) == 0 for q in coefficients + [constant])
+        for corner in product(*cube):
+            f = Fraction(nums[d], den) + sum(Fraction(n, den) * x for n, x in zip(nums, corner))
+            g = constant + sum(q * x for q, x in zip(coefficients, corner))
+            assert (g >= f) if up else (g <= f)

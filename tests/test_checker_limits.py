@@ -294,7 +294,12 @@ def test_combine_is_fraction_arithmetic():
                 expected[k] = expected.get(k, 0) + a * x
         got = reader.combine(terms, constant)
         assert got == {k: x for k, x in expected.items() if x}
-        assert all(type(x) is Fraction and x for x in got.values())
+        assert all(type(x) in (int, Fraction) and x for x in got.values())
+    import flint                                    # the prover's bounds (``equiv_bound``) combine fmpq forms
+    q = [flint.fmpq(n, 6) for n in range(-6, 7)]
+    forms = [{0: q[1], 1: q[5]}, {0: q[11], reader.ONE: q[2]}, {1: -q[5]}]
+    assert reader.combine([(q[8], forms[0]), (1, forms[1]), (q[8], forms[2])], q[9]) == {
+        0: q[8] * q[1] + q[11], reader.ONE: q[2] + q[9]}
 
 
 def test_combine_refuses_a_derived_number_beyond_max_bits():

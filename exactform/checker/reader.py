@@ -377,16 +377,20 @@ def head(h, at, w, tally: Tally) -> tuple:
 
 def combine(terms, constant=0) -> dict:
     """Σ a·form + constant over ``terms = [(a, form)]``, zero coefficients dropped.  A coefficient read once is
-    a·x (x itself for a = 1); a sum of more is taken as one integer fraction ``[numerator, denominator]``
-    (Fraction arithmetic is slow) and reduced at the end.  A coefficient, and any common denominator its sum needs on the
-    way, beyond ``MAX_BITS`` is refused."""
-    sums = {ONE: [constant.numerator, constant.denominator]} if constant else {}
+    a·x (x itself for a = 1); a sum of more Fractions is taken as one integer fraction ``[numerator,
+    denominator]`` (Fraction arithmetic is slow) and reduced at the end; other numbers (flint's ``fmpq``, for
+    the prover's bounds) are summed by their own arithmetic.  A coefficient, and any common denominator its sum
+    needs on the way, beyond ``MAX_BITS`` is refused."""
+    sums = {ONE: constant} if constant else {}
     for a, form in terms:
         p, q = a.numerator, a.denominator
         for k, x in form.items():
             s = sums.get(k)
             if s is None:
                 sums[k] = x if p == q else a if x == 1 and type(a) is Fraction else a * x
+                continue
+            if type(x) is not Fraction or type(p) is not int or type(s) is not list and type(s) is not Fraction:
+                sums[k] = (Fraction(*s) if type(s) is list else s) + (x if p == q else a * x)  # ints, flint's fmpq
                 continue
             n, d = p * x.numerator, q * x.denominator
             if type(s) is not list:

@@ -61,7 +61,7 @@ def _dyadic(f: tuple, cube: list, up: bool) -> tuple:
     the box, so that the digits of the functions do not grow from node to node."""
     den, nums = f
     d = len(cube)
-    rounded, residue = [], Fraction(0)
+    rounded, rn, rd = [], 0, 1  # the residue rn / rd, summed in integers
     for i, n in enumerate(nums[:d]):
         if not n:
             rounded.append((0, 0))
@@ -72,10 +72,15 @@ def _dyadic(f: tuple, cube: list, up: bool) -> tuple:
         num, div = (a << k, b) if k >= 0 else (a, b << -k)
         m = -(-num // div) if up else num // div
         rounded.append((m, k) if k >= 0 else (m << -k, 0))
-        if m * div != num:
-            r = Fraction(num - m * div, div << k if k >= 0 else div >> -k)
-            residue += r * cube[i][(r > 0) == up]
-    c = outward(Fraction(nums[d], den) + residue, up)
+        if m * div != num:  # the coefficient's residue (num − m·div) / (div·2^k) at the end of x_i it points to
+            e = cube[i][(num > m * div) == up]
+            tn, td = (num - m * div) * e.numerator, (div << k if k >= 0 else div >> -k) * e.denominator
+            if rd % td == 0:
+                rn += tn * (rd // td)
+            else:
+                L = math.lcm(rd, td)
+                rn, rd = rn * (L // rd) + tn * (L // td), L
+    c = outward(Fraction(nums[d] * rd + rn * den, den * rd), up)
     K = max(c.denominator.bit_length() - 1, *(k for _, k in rounded))
     out = [m << K - k for m, k in rounded] + [c.numerator << K - c.denominator.bit_length() + 1]
     g = math.gcd(1 << K, *out)
@@ -429,21 +434,24 @@ class LeafRows:
         0 on the sides ``signs`` names (a gap of one sign on the leaf's region)."""
         self.bounds, self.gaps, self.diffs, self.hinges = state
         for side in self.tight.get(key, ()):
-            f = self.hinge(key[1]) if isinstance(key, tuple) else self.gap(key)
-            top = self.backsubstituted(f, 1 if side else -1)
+            if ("integral", key) not in self.shared:  # the form over one denominator, once per table
+                f = self.hinge(key[1]) if isinstance(key, tuple) else self.gap(key)
+                self.shared["integral", key] = _integral(f)
+            top = self.backsubstituted(self.shared["integral", key], 1 if side else -1)
             lo, hi = (lo, min(hi, outward(top, True))) if side else (max(lo, outward(-top, False)), hi)
         for side in self.signs.get(key, ()):
             lo, hi = (lo, min(hi, Fraction(0))) if side else (max(lo, Fraction(0)), hi)
         return lo, hi
 
-    def backsubstituted(self, f: dict, sign: int) -> Fraction:
-        """An upper bound of sign·f (f reads only variables before its node): sign·f plus nonnegative multiples
+    def backsubstituted(self, f: tuple, sign: int) -> Fraction:
+        """An upper bound of sign·f, f = (D, {variable: integer}) a form over one denominator (``_integral``)
+        reading only variables before its node: sign·f plus nonnegative multiples
         of earlier rows, from the last variable down (DeepPoly's back-substitution): a pair's first node by the
         pair's row over the variables, a two-piece node by its top row (positive coefficient c) or z − p (p the
         piece its gap favours), then the maximum over the variables' bounds.  Over one denominator D, a row R
         enters as μ·R, μ = ⌊|c| / |R_v|⌋ ≥ 0 (exact; c's residue stays at v's bounds), D refined ``REFINE``
         times at most when a row's denominator comes within 2^BITS of it."""
-        D, form = _integral(f)
+        D, form = f
         T, D, leans, refined = (
             [0] * (self.F.d + len(self.F.nodes) + 1),
             D << 3 * BITS,
