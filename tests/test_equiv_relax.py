@@ -201,7 +201,7 @@ def test_stated_tightenings_hold_at_every_point():
     import numpy as np
 
     from exactform.checker.relax import node_bounds
-    from exactform.search.verify import Disjunct
+    from exactform.search.relaxation import Relaxation
     stated = 0
     for seed, part in product(range(3), range(3)):
         rng = random.Random(seed)
@@ -213,7 +213,7 @@ def test_stated_tightenings_hold_at_every_point():
         cube = box if not part else [(lo, min(lo + F(rng.randint(2, 8), 8), F(1))) for lo in
                                      (F(rng.randint(-8, 4), 8) for _ in box)]
         floats = [np.array([float(e) for e in ends]) for ends in zip(*cube)]
-        shown = Disjunct(Fm, box, [], related).bounds(*floats, tighten=True)[4]
+        shown = Relaxation(Fm, box, [], related).bounds(*floats, tighten=True)[4]
         every = {k: [0, 1] for k, (kind, data) in enumerate(Fm.nodes) if kind == "max" and len(data) == 2} | \
             {("h", n): [0, 1] for n in range(len(related))}
         plain = node_bounds(Fm, cube, related)
@@ -309,13 +309,13 @@ def test_a_certificate_over_the_file_limit_is_announced(tmp_path, monkeypatch, c
 
 @pytest.mark.parametrize("seed", range(4))
 def test_back_substituted_atom_plans_are_witnesses(seed):
-    """``Disjunct.atom_plan`` (the float back-substitution that replaces the leaf LP): its bound is above
+    """``Relaxation.atom_plan`` (the float back-substitution that replaces the leaf LP): its bound is above
     the atom at exact points of the cell, its multipliers rebuild that bound from the leaf's rows (the
     bookkeeping matches the substitution), and where the bound is negative they round to a witness the
     checker's exact test accepts; an atom that holds somewhere gets no witness."""
     import numpy as np
     from exactform.checker.relax import infeasible
-    from exactform.search.verify import Disjunct, dyadic
+    from exactform.search.relaxation import Relaxation, dyadic
     rng = random.Random(seed)
     a = relu_net(rng, [2, 6, 6, 5], outputs=2)
     b = quantised(a, F(1, 64))
@@ -327,7 +327,7 @@ def test_back_substituted_atom_plans_are_witnesses(seed):
     witnessed = refused = 0
     for eps in (F(1, 2), F(1, 1000)):
         atoms = [check_equiv.combine([(s, f)], -eps) for f in diff for s in (1, -1)]
-        p = Disjunct(Fm, box, atoms, pairs(Fm, mark))
+        p = Relaxation(Fm, box, atoms, pairs(Fm, mark))
         for _ in range(3):
             l0, l1 = F(rng.randint(-8, 4), 8), F(rng.randint(-8, 4), 8)
             cube = [(l0, l0 + F(1, 2)), (l1, l1 + F(1, 4))]
@@ -372,7 +372,7 @@ def test_the_searches_run_one_blas_thread(tmp_path):
 
 @pytest.mark.parametrize("kind", ["relu", "maxout rank 3", "transformer", "hardmax step"])
 def test_float_bounds_are_the_checkers_in_floating_point(kind):
-    """``Disjunct.bounds`` (each run of nodes bounded by one sparse product) is ``relax.node_bounds`` in
+    """``Relaxation.bounds`` (each run of nodes bounded by one sparse product) is ``relax.node_bounds`` in
     floating point: the same node bounds, gaps and pairs' h on random sub-boxes, for a ReLU net and its
     rounded copy (paired units), Maxout units of up to three pieces, a net beside its compiled Transformer
     and a Transformer whose hardmax nodes average tied tokens."""
@@ -380,7 +380,7 @@ def test_float_bounds_are_the_checkers_in_floating_point(kind):
 
     from exactform.checker.relax import node_bounds
     from exactform.construct.maxout_to_transformer import compile_maxout
-    from exactform.search.verify import Disjunct
+    from exactform.search.relaxation import Relaxation
     rng = random.Random(7)
     a = random_net(rng, [2, 4, 4], max_rank=3, outputs=2) if kind == "maxout rank 3" else \
         hardmax_step() if kind == "hardmax step" else relu_net(rng, [2, 6, 6, 4], outputs=2)
@@ -390,7 +390,7 @@ def test_float_bounds_are_the_checkers_in_floating_point(kind):
     assert bool(related) == (kind in ("relu", "maxout rank 3"))
     assert (kind == "hardmax step") == any(k != "max" for k, _ in Fm.nodes)
     assert (kind == "maxout rank 3") == any(k == "max" and len(d) > 2 for k, d in Fm.nodes)
-    p = Disjunct(Fm, box, [], related)
+    p = Relaxation(Fm, box, [], related)
     for _ in range(6):
         lo = [F(rng.randint(-8, 6), 8) for _ in box]
         cube = [(l, min(l + F(rng.randint(1, 8), 8), F(1))) for l in lo]
@@ -401,27 +401,6 @@ def test_float_bounds_are_the_checkers_in_floating_point(kind):
         assert gaps.keys() == gaps_exact.keys() and hinges.keys() == hinges_exact.keys()
         assert all(close(gaps[k][i], gaps_exact[k][i]) for k in gaps for i in (0, 1))
         assert all(len(hinges[n]) == len(hinges_exact[n]) and all(map(close, hinges[n], hinges_exact[n])) for n in hinges)
-
-
-def test_the_split_that_makes_progress_on_one_half_is_preferred():
-    """A split whose halves both stay about as open as the cell (a coordinate the bound hardly reads) is
-    not chosen over one that brings a half close to closing, even when its worse half is a little lower:
-    ranking by the worse half alone bisected such coordinates over and over (ACAS Xu 3_1 on φ1: 2,168+
-    leaves in float without closing; by the halves' sum, 257)."""
-    from exactform.search.verify import lookahead
-    tops = {0: [5.0, 0.1], 1: [4.9, 4.9], 2: [5.0, -1.0]}
-    assert lookahead([0, 1], tops.__getitem__) == 0
-    assert lookahead([0, 1, 2], tops.__getitem__) == 2        # fewest open halves first
-
-
-def test_a_half_looser_than_its_cell_is_read_at_the_cells_bound():
-    """The cell's own bound holds on its halves: a half whose relaxation came out looser is capped there, so
-    the split that nearly closes the other half wins over halving a coordinate that hardly matters (ACAS Xu
-    3_6 prop_3: uncapped, past 60 s of such halvings; capped, 5 leaves)."""
-    from exactform.search.verify import lookahead
-    tops = {4: [0.076, 1.054], 2: [0.545, 0.551], 3: [3.297, 0.079]}      # measured on 3_6 prop_3, cell at 0.58
-    assert lookahead([4, 2, 3], tops.__getitem__) == 2                     # uncapped: the smallest sum
-    assert lookahead([4, 2, 3], tops.__getitem__, 0.58) == 4
 
 
 def test_the_json_says_the_work_bound_that_checks_the_certificate(tmp_path, capsys, monkeypatch):

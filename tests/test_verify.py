@@ -529,17 +529,18 @@ def test_an_onnx_graph_beyond_the_binding_reader_is_imported_by_the_onnx_importe
 
 
 def test_a_run_of_two_piece_nodes_is_bounded_at_once_as_node_by_node():
-    """``Disjunct.bounds`` bounds a run of ReLU-like nodes in one vector step (``_two_piece``): on ACAS Xu
+    """``Relaxation.bounds`` bounds a run of ReLU-like nodes in one vector step (``_two_piece``): on ACAS Xu
     1_2 and random sub-boxes of property 1's, with the back-substitutions and with gap signs, it gives the
     node-by-node step's bounds, gaps, stated sides and atom bound."""
     import numpy as np
 
     from exactform.commands.verify import network
-    from exactform.search.verify import Disjunct, Search, exact_disjuncts
+    from exactform.search.relaxation import Relaxation
+    from exactform.search.verify import Search, exact_disjuncts
     root = Path(__file__).resolve().parents[1]
     prop = read_property(root / "exactform/benchmarks/data/acasxu_vnnlib/prop_1.vnnlib")
     search = Search(network(root / "data/acasxu/ACASXU_run2a_1_2_batch_2000.onnx", prop).to_json(), exact_disjuncts(prop))
-    vector, single = (Disjunct.of(search.model, *search.disjuncts[0]) for _ in range(2))
+    vector, single = (Relaxation.of(search.model, *search.disjuncts[0]) for _ in range(2))
     single.two_piece_runs = [None] * len(single._depths()[0])
     assert any(run is not None for run in vector._two_piece_runs())
     rng = np.random.default_rng(3)
@@ -575,7 +576,7 @@ def test_runs_beyond_the_dense_limit_are_bounded_and_evaluated_alike(monkeypatch
     sub-boxes, the same bounds, gaps, stated sides, pairs' h and values as with dense rows."""
     import numpy as np
 
-    import exactform.search.verify as search
+    import exactform.search.relaxation as search
     from exactform.checker.forms import Forms, outputs, read_model
     from exactform.checker.relax import pairs
     nets = [MaxoutNet.from_json(Reader(random_net(seed, hidden=5))) for seed in (4, 5)]
@@ -588,7 +589,7 @@ def test_runs_beyond_the_dense_limit_are_bounded_and_evaluated_alike(monkeypatch
         tables = []
         for limit in (default, 0):
             monkeypatch.setattr(search, "DENSE", limit)
-            tables.append(search.Disjunct(F, box, [], pairs(F, len(F.calls) // 2) if count == 2 else []))
+            tables.append(search.Relaxation(F, box, [], pairs(F, len(F.calls) // 2) if count == 2 else []))
             tables[-1]._run_forms()                                     # built under this limit
         dense, sparse = tables
         assert bool(dense.pairs) == (count == 2) and any(dense._two_piece_runs())

@@ -30,8 +30,8 @@ from ..models import MaxoutNet
 from ..numbers import format_rational
 from ..geometry.lp import argmaximize, dual_simplex
 from .equiv_bound import DiffBound
-from .equiv_relax import Relaxed, affine_text
-from .verify import sparse_text
+from .equiv_relax import Relaxed
+from .tree import affine_text, sparse_text
 
 Q = flint.fmpq
 

@@ -1,13 +1,13 @@
-"""``|A(x) − B(x)|∞ < ε`` on a box by the linear relaxation ``exactform verify`` uses (``verify.Disjunct``
-and the checker's leaf rows; the search driving it is this module's own, not ``verify.Search``), with the
+"""``|A(x) − B(x)|∞ < ε`` on a box by the linear relaxation ``exactform verify`` uses (``relaxation.Relaxation``
+and the checker's leaf rows, driven by ``bab.expand`` as ``verify``'s search is), with the
 differences of paired nodes bounded directly (``checker.relax``: ReluDiff's
 differential bounds), so that a network and its quantised copy cancel instead of adding up.
 
 The box is bisected at coordinate hyperplanes, depth first.  On a cell each atom ``±(A − B)_k − ε ≥ 0``
-is bounded in floating point by the relaxation (``verify.Disjunct``); a cell where every atom is
+is bounded in floating point by the relaxation (``relaxation.Relaxation``); a cell where every atom is
 negative is a leaf once the checker's exact test accepts, per atom, a Farkas witness built from the
 bound (the atom's row plus the rows of the pairs it reads, ``direct``) or, failing that, from its
-back-substitution (``Disjunct.atom_plan``: the rows it adds; on the φ1 region of ACAS Xu 1_1 the leaf
+back-substitution (``Relaxation.atom_plan``: the rows it adds; on the φ1 region of ACAS Xu 1_1 the leaf
 LP closed none of the 100 cells back-substitution left open, and is not solved).  The corner where an
 open atom's bound is largest and the cell centre are evaluated exactly (``exactform.models``): a point
 with ``|A − B|∞ > ε`` is the answer.  Floats only choose
@@ -18,15 +18,15 @@ its points is at least ε/2 (a maximum near ε: the relaxation would split aroun
 when it is narrower than ``MIN_WIDTH`` of the box on the side it would split."""
 from __future__ import annotations
 
-import time
 from fractions import Fraction
 
 import numpy as np
 
 from ..checker.reader import ONE, combine
 from ..checker.relax import LeafRows, pairs, through
-from ..numbers import format_rational
-from .verify import LOOKAHEAD, MARGIN, ONE_THREAD, Deadline, Disjunct, lookahead, sparse_text, tighten_text, widest
+from .bab import LOOKAHEAD, MARGIN, ONE_THREAD, bisect, expand, widest
+from .relaxation import Relaxation
+from .tree import affine_text, sparse_text, tighten_text
 
 MIN_WIDTH = 2.0 ** -16       # a cell this narrow (relative to the box) that the relaxation cannot close goes to the cell search
 
@@ -34,10 +34,10 @@ MIN_WIDTH = 2.0 ** -16       # a cell this narrow (relative to the box) that the
 class Relaxed:
     """The relaxation of ``±(A − B)_k − ε`` over the node table ``F`` (A's maxes the calls before ``mark``)."""
 
-    def __init__(self, F, mark: int, diff: list, box: list, eps: Fraction, gap, deadline: float | None = None):
-        self.box, self.eps, self.gap, self.deadline = box, eps, gap, deadline
+    def __init__(self, F, mark: int, diff: list, box: list, eps: Fraction, gap):
+        self.box, self.eps, self.gap = box, eps, gap
         atoms = [combine([(sign, f)], -eps) for f in diff for sign in (1, -1)]
-        self.p = Disjunct(F, box, atoms, pairs(F, mark))
+        self.p = Relaxation(F, box, atoms, pairs(F, mark))
         known = {b: (j, a, s, t) for j, (a, s, b, t, _, _) in enumerate(self.p.pairs)}
         self.reads = [through(f, known) for f in atoms]         # each atom: (rest, [(pair, coefficient)])
         self.leaves = self.splits = 0
@@ -80,49 +80,51 @@ class Relaxed:
         those still waiting when that many did (expanded breadth first; depth first to the end without);
         stopped when ``point`` (|A − B|∞ > ε, exact) was found.  ``progress()``: once per cell, and
         ``progress(0, v)`` when a leaf closes v of the box's volume."""
-        p, width0 = self.p, np.array([float(hi - lo) for lo, hi in self.box])
+        width0 = np.array([float(hi - lo) for lo, hi in self.box])
         root, left = [None], []
-        stack = [(cons, cube, root, 0, None)]
-        while stack and (wait is None or len(stack) < wait):
-            if self.deadline is not None and time.monotonic() > self.deadline:
-                raise Deadline()
+        waiting = expand([(cons, cube, root, 0, None)], lambda cell: self._step(width0, left, *cell, progress), wait)
+        return (root, [], []) if waiting is None else (root, left, [e[:4] for e in waiting])
+
+    def _step(self, width0: np.ndarray, left: list, cons: list, cube: list, slot: list, n: int, known: tuple | None,
+              progress=None) -> list | None:
+        """One cell of ``run``: ``[]`` when closed (``slot[n]`` its leaf) or handed back (in ``left``), its
+        halves when bisected (each with its assessment when the look-ahead made one), None once ``point``
+        is found."""
+        if progress:
+            progress()
+        bounds, plans, top, worst, spread = known or self._assess(cube)
+        leaf = self._close(cube, plans, bounds[4]) if top is None else None
+        if leaf is not None:
+            self.leaves += 1
+            self.closed += (v := self.share(cube))
             if progress:
-                progress()
-            cons, cube, slot, n, known = stack.pop() if wait is None else stack.pop(0)
-            bounds, plans, top, worst, spread = known or self._assess(cube)
-            leaf = self._close(cube, plans, bounds[4]) if top is None else None
-            if leaf is not None:
-                self.leaves += 1
-                self.closed += (v := self.share(cube))
-                if progress:
-                    progress(0, v)
-                slot[n] = leaf
-                continue
-            lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
-            near = Fraction(0)
-            for x in ([worst] if worst is not None else []) + [(lo + hi) / 2]:
-                near = max(near, self._gap(x, cube))
-                if self.point is not None:
-                    return root, [], []
-            wide = [i for i in (np.argsort(-spread, kind="stable").tolist() if spread is not None and spread.max() > 0
-                                else widest(lo, hi, width0)[:1]) if hi[i] - lo[i] > MIN_WIDTH * max(width0[i], 1e-300)]
-            if 2 * near >= self.eps or not wide:
-                left.append((cons, cube, slot, n))
-                continue
-            i, parts, assessed = self._split(cube, wide[:LOOKAHEAD] if spread is not None else wide[:1], top)
-            c = parts[1][i][0]
-            g = {i: Fraction(1), ONE: -c}
-            children = [None, None]
-            slot[n] = {"split": affine_text(g, p.d), "children": children}
-            self.splits += 1
-            halves = [(cons + [(g, "ge")], parts[1], children, 0, assessed[1]),
-                      (cons + [({i: Fraction(-1), ONE: c}, "ge")], parts[0], children, 1, assessed[0])]
-            stack += halves[::-1] if wait is None else halves
-        return root, left, [e[:4] for e in stack]
+                progress(0, v)
+            slot[n] = leaf
+            return []
+        lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
+        near = Fraction(0)
+        for x in ([worst] if worst is not None else []) + [(lo + hi) / 2]:
+            near = max(near, self._gap(x, cube))
+            if self.point is not None:
+                return None
+        wide = [i for i in (np.argsort(-spread, kind="stable").tolist() if spread is not None and spread.max() > 0
+                            else widest(lo, hi, width0)[:1]) if hi[i] - lo[i] > MIN_WIDTH * max(width0[i], 1e-300)]
+        if 2 * near >= self.eps or not wide:
+            left.append((cons, cube, slot, n))
+            return []
+        i, (below, above), assessed = bisect(cube, wide[:LOOKAHEAD] if spread is not None else wide[:1], self._assess,
+                                             lambda a: -np.inf if a[2] is None else a[2], top)
+        c = above[i][0]
+        g = {i: Fraction(1), ONE: -c}
+        children = [None, None]
+        slot[n] = {"split": affine_text(g, self.p.d), "children": children}
+        self.splits += 1
+        return [(cons + [(g, "ge")], above, children, 0, assessed[1]),
+                (cons + [({i: Fraction(-1), ONE: c}, "ge")], below, children, 1, assessed[0])]
 
     def _assess(self, cube: list) -> tuple:
         """``(bounds, plans, top, worst, spread)`` of a cell in floating point: the node bounds, and per atom
-        a plan (``direct``, else ``Disjunct.atom_plan``) while each bound is negative; at the first atom
+        a plan (``direct``, else ``Relaxation.atom_plan``) while each bound is negative; at the first atom
         whose bound is not, that bound ``top``, the corner ``worst`` where it is largest and ``spread``
         (per coordinate, |coefficient| × width in its direct bound); ``top`` None when every atom has a plan."""
         p = self.p
@@ -139,19 +141,6 @@ class Relaxed:
                 return bounds, plans, top, np.where(slope > 0, hi, lo), np.abs(f[:-1]) * (hi - lo)
             plans.append(w)
         return bounds, plans, None, None, None
-
-    def _split(self, cube: list, coordinates: list, top: float | None = None) -> tuple:
-        """``(i, (below, above), their _assess)``: the coordinate ``lookahead`` picks of ``coordinates`` by the
-        halves' assessments (kept for when they are expanded; ``top``: the cell's own bound); one coordinate is
-        not assessed ahead."""
-        def parts(i):
-            c = (cube[i][0] + cube[i][1]) / 2
-            return cube[:i] + [(cube[i][0], c)] + cube[i + 1:], cube[:i] + [(c, cube[i][1])] + cube[i + 1:]
-        if len(coordinates) == 1:
-            return coordinates[0], parts(coordinates[0]), (None, None)
-        assessed = {i: [self._assess(part) for part in parts(i)] for i in coordinates}
-        i = lookahead(coordinates, lambda i: [-np.inf if a[2] is None else a[2] for a in assessed[i]], top)
-        return i, parts(i), assessed[i]
 
     def _close(self, cube: list, plans: list, tight: dict) -> dict | None:
         """The leaf ``{"relaxed": [[w⁺, w⁻] per output], "tighten": [[node, side]]}`` when every float plan
@@ -178,7 +167,3 @@ class Relaxed:
                 break
         return top
 
-
-def affine_text(f: dict, d: int) -> list:
-    """An affine form of x as the certificate writes it: d coefficients, then the constant."""
-    return [format_rational(f.get(i, Fraction(0))) for i in range(d)] + [format_rational(f.get(ONE, Fraction(0)))]
