@@ -73,6 +73,22 @@ def test_bisection_halves_the_cube_at_the_chosen_coordinates_midpoint_exactly():
     assert i == 0 and halves[0][0] == (F(0), F(1, 2)) and assessed == (None, None)
 
 
+def test_a_closing_half_is_stretched_toward_the_open_one_while_it_closes():
+    """On [0, 1]² with the atom bound x_0's upper end − 0.8 (a part closes where x_0 ≤ 0.8 throughout): the
+    midpoint cut closes the lower half only, so the cut is searched toward 1 (3/4 closes, 7/8 and 13/16 do
+    not): [0, 3/4] is closed, [3/4, 1] is left open and assessed when it is expanded."""
+    cube = [(F(0), F(1)), (F(0), F(1))]
+    assessed = []
+
+    def assess(part):
+        assessed.append(part[0])
+        return float(part[0][1]) - 0.8
+    i, (below, above), ahead = bab.bisect(cube, [0, 1], assess, lambda b: b)
+    assert (i, below[0], above[0]) == (0, (F(0), F(3, 4)), (F(3, 4), F(1)))
+    assert ahead[0] < -bab.MARGIN and ahead[1] is None
+    assert assessed[-bab.STRETCH:] == [(F(0), F(3, 4)), (F(0), F(7, 8)), (F(0), F(13, 16))]
+
+
 def _imports(module: str) -> set:
     tree = ast.parse((SEARCH / module).read_text())
     return {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1}

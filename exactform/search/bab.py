@@ -11,6 +11,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 MARGIN = 1e-9          # a float bound (an atom's, or −t* of the LP) above −MARGIN is not worth an exact attempt
+STRETCH = 3           # times a closing half is stretched toward an open one (``bisect``)
 LOOKAHEAD = 5          # split coordinates whose halves are bounded ahead (ACAS Xu 1_1 prop_3: 247 leaves → 33)
 ONE_THREAD = threadpool_limits.wrap(limits=1, user_api="blas")   # the searches' matrices are small: BLAS threads
 #   only spin (ACAS Xu 1_1 on φ1, 2 cores: 13.3 → 10.5 CPU s for a third of the region; workers run in parallel instead)
@@ -50,18 +51,30 @@ def widest(lo: np.ndarray, hi: np.ndarray, width0: np.ndarray) -> list:
 
 
 def bisect(cube: list, coordinates: list, assess, bound, top: float | None = None) -> tuple:
-    """``(i, (below, above), their assessments)``: the cube halved at the midpoint of the coordinate
-    ``lookahead`` picks of ``coordinates``, each half assessed by ``assess(half)`` (kept for when the halves
-    are expanded) and scored by ``bound(assessment)``, its largest atom bound (−∞: closed); ``top``: the
-    cube's own.  One coordinate is not assessed ahead (its halves are assessed when expanded)."""
-    def parts(i):
-        c = (cube[i][0] + cube[i][1]) / 2
+    """``(i, (below, above), their assessments)``: the cube cut across the coordinate ``lookahead`` picks of
+    ``coordinates`` by its halves, each half assessed by ``assess(half)`` (kept for when it is expanded) and
+    scored by ``bound(assessment)``, its largest atom bound (below ``−MARGIN``: closed); ``top``: the cube's
+    own.  One coordinate is not assessed ahead.  Where one half closes and the other does not, the cut is moved
+    toward the open side, halving the distance, while the larger part still closes (``STRETCH`` times at most):
+    the part left open is smaller (its assessment then made when it is expanded)."""
+    def parts(i, c):
         return cube[:i] + [(cube[i][0], c)] + cube[i + 1:], cube[:i] + [(c, cube[i][1])] + cube[i + 1:]
+    mid = {i: (cube[i][0] + cube[i][1]) / 2 for i in coordinates}
     if len(coordinates) == 1:
-        return coordinates[0], parts(coordinates[0]), (None, None)
-    assessed = {i: [assess(part) for part in parts(i)] for i in coordinates}
+        return coordinates[0], parts(coordinates[0], mid[coordinates[0]]), (None, None)
+    assessed = {i: [assess(part) for part in parts(i, mid[i])] for i in coordinates}
     i = lookahead(coordinates, lambda i: [bound(a) for a in assessed[i]], top)
-    return i, parts(i), tuple(assessed[i])
+    c, ahead = mid[i], tuple(assessed[i])
+    closed = [bound(a) < -MARGIN for a in ahead]
+    if closed[0] != closed[1]:
+        side = 0 if closed[0] else 1                  # the closed part: below (0) or above (1) the cut
+        step = (cube[i][1 - side] - c) / 2
+        for _ in range(STRETCH):                      # the cut searched between the midpoint and the far end
+            moved = c + step
+            step /= 2
+            if bound(a := assess(parts(i, moved)[side])) < -MARGIN:
+                c, ahead = moved, (a, None) if side == 0 else (None, a)
+    return i, parts(i, c), ahead
 
 
 def lookahead(coordinates: list, bounded, top: float | None = None) -> int:
