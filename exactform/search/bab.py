@@ -5,6 +5,8 @@ coordinate whose halves the float relaxation leaves fewest open (``bisect``, ``l
 cells and splits; a cell is closed only by the exact test of its step."""
 from __future__ import annotations
 
+import hashlib
+import pickle
 import time
 
 import numpy as np
@@ -41,6 +43,19 @@ def expand(cells: list, step, wait: int | None = None, deadline: float | None = 
             return None
         stack += children[::-1] if wait is None else children
     return stack
+
+
+_BUILT: dict = {}
+
+
+def per_worker(context: bytes, build):
+    """``build(*pickle.loads(context))``, built once per worker process for the latest context (a search's
+    tables, read again by every task of one command)."""
+    digest = hashlib.sha256(context).digest()
+    if digest not in _BUILT:
+        _BUILT.clear()
+        _BUILT[digest] = build(*pickle.loads(context))
+    return _BUILT[digest]
 
 
 def widest(lo: np.ndarray, hi: np.ndarray, width0: np.ndarray) -> list:

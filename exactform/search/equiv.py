@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import hashlib
 import pickle
 import random
 from dataclasses import dataclass
@@ -30,8 +29,9 @@ from ..models import MaxoutNet
 from ..numbers import format_rational
 from ..geometry.lp import argmaximize, dual_simplex
 from .equiv_bound import DiffBound
+from .bab import per_worker
 from .equiv_relax import Relaxed
-from .tree import affine_text, sparse_text
+from .tree import affine_text, document, sparse_text
 
 Q = flint.fmpq
 
@@ -239,26 +239,14 @@ def _parts(s: Split) -> list:
     return [(s.g, "ge"), (neg, "ge")] if s.kind == "closed" else [(s.g, "gt"), (s.g, "eq"), (neg, "gt")]
 
 
-_SEARCHES: dict = {}
-
-
-def _search(context: bytes) -> "Search":
-    """The Search of a pickled context, built once per worker process."""
-    digest = hashlib.sha256(context).digest()
-    if digest not in _SEARCHES:
-        _SEARCHES.clear()
-        _SEARCHES[digest] = Search(*pickle.loads(context))
-    return _SEARCHES[digest]
-
-
 def _subtree_task(context: bytes, task: tuple) -> Tally:
     """A worker's task: ``Search.subtree`` of one cell."""
-    return _search(context).subtree(*task)
+    return per_worker(context, Search).subtree(*task)
 
 
 def _relaxed_task(context: bytes, task: tuple) -> tuple:
     """A worker's task: ``Search.relaxed_subtree`` of one cell."""
-    return _search(context).relaxed_subtree(*task)
+    return per_worker(context, Search).relaxed_subtree(*task)
 
 
 def _float_outputs(net: MaxoutNet, x: np.ndarray) -> np.ndarray:
@@ -751,10 +739,7 @@ def _exact(doc: dict):
 
 def certificate(a_json: dict, b_json: dict, box: list, tolerance: Fraction | None, tree: dict) -> dict:
     """The ``exactform/certificate`` document of claim E1 for a proved comparison."""
-    from ..checker.equiv import FORMAT, statement
-    return {"format": FORMAT, "kind": "equivalence", "models": {"a": a_json, "b": b_json},
-            "claims": [{"id": "E1", "statement": statement(box, tolerance),
-                        "evidence": {"box": {"lower": [format_rational(lo) for lo, _ in box],
-                                             "upper": [format_rational(hi) for _, hi in box]},
-                                     "tolerance": None if tolerance is None else format_rational(tolerance),
-                                     "tree": tree}}]}
+    from ..checker.equiv import statement
+    return document("equivalence", {"a": a_json, "b": b_json}, "E1", statement(box, tolerance),
+                    {"box": {"lower": [format_rational(lo) for lo, _ in box], "upper": [format_rational(hi) for _, hi in box]},
+                     "tolerance": None if tolerance is None else format_rational(tolerance), "tree": tree})

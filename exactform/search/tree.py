@@ -1,11 +1,19 @@
-"""A proof tree's entries as a certificate writes them (docs/spec.md §8, docs/equiv.md): sparse vectors
-of rationals, affine forms of x, and a leaf's stated back-substitutions."""
+"""A search's certificate as it is written (docs/spec.md §8, docs/equiv.md): the document around one claim
+(V1 or E1), and its proof tree's entries: sparse vectors of rationals, affine forms of x, a leaf's stated
+back-substitutions."""
 from __future__ import annotations
 
 from fractions import Fraction
 
-from ..checker.reader import ONE
+from ..checker.reader import FORMAT, ONE
 from ..numbers import format_rational
+
+
+def document(kind: str, models: dict, claim: str, statement: str, evidence: dict) -> dict:
+    """The ``exactform/certificate`` document of one claim: its kind, the models it is about (by name), the
+    claim's id, the statement the checker prints when it accepts, and the evidence it checks."""
+    return {"format": FORMAT, "kind": kind, "models": models,
+            "claims": [{"id": claim, "statement": statement, "evidence": evidence}]}
 
 
 def sparse_text(w: dict, n: int) -> dict:

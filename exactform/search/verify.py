@@ -21,7 +21,6 @@ so that floating point never leaves a cell ``unknown`` for lack of precision.
 """
 from __future__ import annotations
 
-import hashlib
 import pickle
 import time
 from dataclasses import dataclass
@@ -30,15 +29,15 @@ from fractions import Fraction
 import numpy as np
 
 from ..checker.forms import negated, read_model
-from ..checker.reader import FORMAT, ONE
+from ..checker.reader import ONE
 from ..checker.relax import LeafRows, gap_signs, infeasible
 from ..checker.verify_cert import CLAIM, KIND, loosened, statement
 from ..checker.vnnlib import rows
 from ..numbers import format_rational
-from .bab import LOOKAHEAD, MARGIN, ONE_THREAD, Deadline, bisect, expand, past, widest
+from .bab import LOOKAHEAD, MARGIN, ONE_THREAD, Deadline, bisect, expand, past, per_worker, widest
 from .exact_leaf import first_relaxed, leaf_lp
 from .relaxation import Relaxation
-from .tree import sparse_text, tighten_text
+from .tree import document, sparse_text, tighten_text
 
 MIN_WIDTH = 1e-12      # a cell narrower than this (relative to the box) is not split again: unknown
 ASPECT = 1024          # a coordinate this many times narrower (relative to the box) than the widest is not split
@@ -258,7 +257,10 @@ class Search:
         return node if gl < 0 < gu else None
 
 
-_WORKER: dict = {}
+def _worker_search(model_json: dict, disjunct: tuple) -> tuple:
+    """A worker's search of one disjunct and its relaxation (``bab.per_worker``)."""
+    search = Search(model_json, [disjunct])
+    return search, Relaxation.of(search.model, *disjunct)
 
 
 def _subtree_task(task: tuple) -> Verdict:
@@ -267,12 +269,7 @@ def _subtree_task(task: tuple) -> Verdict:
     The node table is the disjunct's (built on its whole box, once per process), as the checker's is.  ``until``:
     the command's deadline as a wall-clock time (a task waiting for a worker gets what is left, not more)."""
     model_json, disjunct, k, cube, cuts, until = task
-    key = hashlib.sha256(pickle.dumps((model_json, disjunct))).digest()
-    if key not in _WORKER:
-        _WORKER.clear()
-        search = Search(model_json, [disjunct])
-        _WORKER[key] = search, Relaxation.of(search.model, *disjunct)
-    search, problem = _WORKER[key]
+    search, problem = per_worker(pickle.dumps((model_json, disjunct)), _worker_search)
     search.deadline = None if until is None else time.monotonic() + until - time.time()
     search.out = Verdict("unknown")
     try:
@@ -337,6 +334,5 @@ def certificate(model_json: dict, prop, trees: list, sources: dict, c5: dict | N
     evidence = {"sources": sources, "property": property_json(prop), "trees": trees}
     if c5 is not None:
         evidence["margin"] = {"eps": eps, "softmax": c5}
-    return {"format": FORMAT, "kind": KIND, "models": {"net": model_json},
-            "claims": [{"id": CLAIM, "statement": statement(sources, len(prop.disjuncts), None if eps is None else
-                                                            Fraction(eps)), "evidence": evidence}]}
+    return document(KIND, {"net": model_json}, CLAIM,
+                    statement(sources, len(prop.disjuncts), None if eps is None else Fraction(eps)), evidence)
