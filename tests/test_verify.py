@@ -320,6 +320,21 @@ def test_verdicts_agree_with_exact_region_enumeration(tmp_path, seed):
             check(json.loads(json.dumps(certificate(net, prop, out.trees, sources))), "c")
 
 
+def test_a_cut_moved_toward_the_open_half_is_written_and_checked(tmp_path):
+    """1/50 above the exact maximum of Y_0 − Y_1 on [−1, 1]² for two 2-D nets, the root's midpoint cut closes one half only: the cut is
+    moved toward the open half (``bab.bisect``: to 3/4 on seed 100, three times to −7/8 on seed 108), and the
+    checker accepts the certificate with it."""
+    from exactform.search.verify import certificate
+    for seed, cut in ((100, "3/4"), (108, "-7/8")):
+        net = random_net(seed)
+        t = _maximum(net, [(-1, 1), (-1, 1)], (Fraction(0), Fraction(0), Fraction(1))) + Fraction(1, 50)
+        prop = read_property(str(write(tmp_path, "p.vnnlib", HEAD + BOX + f"(assert (>= (- Y_0 Y_1) (/ {t.numerator} {t.denominator})))\n")))
+        out = verify(net, prop, 60)
+        assert out.verdict == "unsat" and out.trees[0]["at"] == cut
+        sources = {k: {"file": k, "sha256": "0" * 64} for k in ("net", "property")}
+        check(json.loads(json.dumps(certificate(net, prop, out.trees, sources))), "c")
+
+
 # --- binding to the user's files: the embedded property and network are compared, not only hashed ---------
 
 def _rebound(tmp, net, prop, forged_net, forged_prop):
