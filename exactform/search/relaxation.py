@@ -319,6 +319,9 @@ class Relaxation:
             eup = np.einsum("ij,ij->i", high[:, :d], np.where(high[:, :d] > 0, hi, lo)) + high[:, d]
             if (two := self._two_piece_runs()[r]) is not None:
                 self._two_piece(two, low, high, elo, eup, (lo, hi, L, U, LO, UP), gaps, shown, tight, signs)
+                for k in run.tolist() if self.diffs else ():
+                    if k in self.diffs:
+                        self._pair(k, slots[k][2], low, high, elo, eup, gaps, shown, tight, hinges, (DLO, DUP))
                 continue
             for k in run.tolist():
                 z, (values, g, paired) = d + k, slots[k]
@@ -351,38 +354,47 @@ class Relaxation:
                     UP[z, d] = U[z]
                 else:
                     UP[z] = above
-                if paired is not None:                 # the pair's difference (relax.node_bounds)
-                    j, order, _ = self.diffs[k]
-                    won = [o[0 if gaps[v][0] >= 0 else 1] if gaps[v][0] >= 0 or gaps[v][1] <= 0 else None
-                           for v, o in ((self.pairs[j][0] - d, order[0]), (k, order[1]))]
-                    if won[0] is not None and won[0] == won[1]:
-                        hinges[j] = (won[0],)
-                        DLO[j], DUP[j] = low[paired + won[0]], high[paired + won[0]]
-                        continue
-                    h = paired + 2
-                    hl, hu = _met(("h", j), elo[h], eup[h], shown, tight)
-                    hinges[j] = (hl, hu)
-                    DLO[j], DUP[j] = low[paired + 1], high[paired + 1]
-                    if hl >= 0:
-                        DUP[j] += high[h]
-                    elif hu <= 0:
-                        DLO[j] += low[h]
-                    else:
-                        s, t = hu / (hu - hl), -hl / (hu - hl)
-                        DLO[j] += t * low[h]
-                        DLO[j, d] -= t * hu
-                        DUP[j] += s * high[h]
-                        DUP[j, d] -= s * hl
+                if paired is not None:
+                    self._pair(k, paired, low, high, elo, eup, gaps, shown, tight, hinges, (DLO, DUP))
         return L, U, gaps, {j: (DLO[j], DUP[j]) for j in hinges}, tight, hinges
 
+    def _pair(self, k: int, at: int, low, high, elo, eup, gaps: dict, shown: dict, tight: dict, hinges: dict,
+              functions: tuple) -> None:
+        """``bounds``' step for the pair whose second node is k (its forms from ``at`` in the run's, ``_run_forms``),
+        once both nodes' gaps are known: the difference's hinge state (``hinges[j]``: the piece both nodes take,
+        else h's range met with its back-substitution bounds) and its functions below and above (``functions``:
+        DLO, DUP; ``relax.node_bounds``)."""
+        d, (DLO, DUP) = self.d, functions
+        j, order, _ = self.diffs[k]
+        won = [o[0 if gaps[v][0] >= 0 else 1] if gaps[v][0] >= 0 or gaps[v][1] <= 0 else None
+               for v, o in ((self.pairs[j][0] - d, order[0]), (k, order[1]))]
+        if won[0] is not None and won[0] == won[1]:
+            hinges[j] = (won[0],)
+            DLO[j], DUP[j] = low[at + won[0]], high[at + won[0]]
+            return
+        h = at + 2
+        hl, hu = _met(("h", j), elo[h], eup[h], shown, tight)
+        hinges[j] = (hl, hu)
+        DLO[j], DUP[j] = low[at + 1], high[at + 1]
+        if hl >= 0:
+            DUP[j] += high[h]
+        elif hu <= 0:
+            DLO[j] += low[h]
+        else:
+            s, t = hu / (hu - hl), -hl / (hu - hl)
+            DLO[j] += t * low[h]
+            DLO[j, d] -= t * hu
+            DUP[j] += s * high[h]
+            DUP[j, d] -= s * hl
+
     def _two_piece_runs(self) -> list:
-        """Per run of ``_depths``, when each of its nodes is a max of two pieces outside any pair, ``(nodes,
+        """Per run of ``_depths``, when each of its nodes is a max of two pieces (paired or not), ``(nodes,
         p's rows, q's rows, g's rows)`` (indices into the run's forms, ``_run_forms``), else None."""
         if not hasattr(self, "two_piece_runs"):
             self.two_piece_runs = []
             for run, (*_, slots) in zip(self._depths()[0], self._run_forms()):
                 ks = run.tolist()
-                if all(k in self.gaps and k not in self.diffs for k in ks):
+                if all(k in self.gaps for k in ks):
                     self.two_piece_runs.append((run, *(np.array([slots[k][0][i] for k in ks]) for i in (0, 1)),
                                                 np.array([slots[k][1] for k in ks])))
                 else:
@@ -391,7 +403,7 @@ class Relaxation:
 
     def _two_piece(self, two: tuple, low, high, elo, eup, state: tuple, gaps: dict, shown: dict, tight: dict,
                    signs: dict | None) -> None:
-        """``bounds``' step for a run of two-piece nodes outside pairs, all nodes at once: the same
+        """``bounds``' step for a run of two-piece nodes, all nodes at once (their pairs' after it, ``_pair``): the same
         bounds, gaps, sides stated and functions as its node-by-node step."""
         run, i0, i1, ig = two
         lo, hi, L, U, LO, UP = state

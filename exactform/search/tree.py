@@ -31,4 +31,5 @@ def tighten_text(p, tight: dict) -> dict:
     gap, sides 0/1, or a pair's h at its second node, sides 2/3), or nothing when there is none; ``p``: the
     ``relaxation.Relaxation`` whose bounds stated them (``tight``)."""
     entries = [[p.d + k, side] if isinstance(k, int) else [p.pairs[k[1]][2], side + 2] for k, sides in tight.items() for side in sides]
+    entries.sort(key=lambda e: e[0])        # by node (stable: a node's gap sides before its pair's)
     return {"tighten": entries} if entries else {}
