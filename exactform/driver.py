@@ -50,6 +50,7 @@ def _stopper(ends_process: bool):
     def stop(why: str):
         if ends_process:
             def last_resort(signum, frame):
+                Timeout.end_guard()          # no guard left behind, holding the command's stdout and stderr open
                 _report_stop(why)
                 os._exit(STOPPED)
             signal.signal(signal.SIGALRM, last_resort)
@@ -201,6 +202,9 @@ def run_command(argv: list[str], ends_process: bool = False) -> int:
 
     cpu = threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGXCPU")
     old = signal.signal(signal.SIGXCPU, cpu_limit) if cpu else None
+    unraisable = sys.unraisablehook
+    if ends_process:
+        sys.unraisablehook = _quiet_stops(unraisable)
     try:
         outputs_apart(args)
         with Timeout(seconds, stop):
@@ -220,8 +224,19 @@ def run_command(argv: list[str], ends_process: bool = False) -> int:
         print("exactform: interrupted", file=sys.stderr)
         return 130
     finally:
+        sys.unraisablehook = unraisable
         if cpu and signal.getsignal(signal.SIGXCPU) is cpu_limit:      # not reached: as it was
             signal.signal(signal.SIGXCPU, old)
+
+
+def _quiet_stops(hook):
+    """``sys.unraisablehook`` that prints nothing for ``Stopped``: where a stop lands in code whose exceptions
+    Python cannot propagate (a fork hook, a finaliser), it prints "Exception ignored" with a traceback and
+    goes on; the stop's last resort (``_stopper``) then ends the command ``GRACE`` later with its one line."""
+    def quiet(unraisable):
+        if not isinstance(unraisable.exc_value, Stopped):
+            hook(unraisable)
+    return quiet
 
 
 class Timeout:

@@ -139,3 +139,37 @@ def test_a_stopped_verify_exits_3_at_once_with_one_line(how):
     assert done.returncode == 3, (done.returncode, done.stdout, done.stderr)
     assert done.stdout == "" and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.startswith("exactform: stopped"), done.stderr
+
+
+STOP_IN_A_FORK_HOOK = """
+import os, signal, sys, time
+from exactform import driver
+import exactform.commands.compile as command
+
+def run(args):
+    def hook():                               # the --timeout alarm, arriving while a fork hook runs
+        os.kill(os.getpid(), signal.SIGALRM)
+        for _ in range(10 ** 6):              # bytecodes: the handler runs here, where Python ignores what it raises
+            pass
+    os.register_at_fork(after_in_parent=hook)
+    if os.fork() == 0:
+        os._exit(0)
+    time.sleep(30)                            # Stopped was swallowed: the last resort must end the command
+    return 0
+
+command.run = run
+sys.exit(driver.run_command(["compile", "net.json", "-o", sys.argv[1], "--timeout", "100"], ends_process=True))
+"""
+
+
+def test_a_stop_python_swallows_still_ends_the_command_with_one_line_and_no_traceback(tmp_path):
+    """The ``--timeout`` alarm landed in logging's fork hook (a place where Python prints what is raised as
+    "Exception ignored" with its traceback, and goes on): CI printed that traceback before the command's
+    stop line (``equiv`` on ACAS Xu φ1, ``--timeout 6``).  The swallowed ``Stopped`` is not printed; the last
+    resort ends the command ``GRACE`` later, and its guard with it (left running, the guard held the pipes
+    open until ``--timeout`` + ``GRACE``): exit 3, one line, no traceback, at once."""
+    done = subprocess.run([sys.executable, "-c", STOP_IN_A_FORK_HOOK, str(tmp_path / "tf.json")], env=ENV, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, (done.returncode, done.stderr)
+    assert done.stderr == "exactform: stopped after 100 s (--timeout): nothing written\n", done.stderr
+    assert not (tmp_path / "tf.json").exists()
