@@ -12,7 +12,8 @@ call into native code holds on past it (``Timeout``).  Files are written atomica
 A stop raises ``Stopped`` so that a command can say how far it got; when the command is the process
 (``ends_process``), the process then ends at once (``os._exit``): no exit handler joins a worker pool's
 threads or queues, which a stop may have left mid-operation, and an ``SIGALRM`` ``GRACE`` seconds after
-the stop ends it even if library code swallowed ``Stopped`` or hangs while it unwinds.
+the stop ends it even if library code swallowed ``Stopped`` (Python's own "Exception ignored" report of it
+is not printed, ``_quiet_stops``) or hangs while it unwinds.
 """
 from __future__ import annotations
 
