@@ -12,8 +12,8 @@ call into native code holds on past it (``Timeout``).  Files are written atomica
 A stop raises ``Stopped`` so that a command can say how far it got; when the command is the process
 (``ends_process``), the process then ends at once (``os._exit``): no exit handler joins a worker pool's
 threads or queues, which a stop may have left mid-operation, and an ``SIGALRM`` ``GRACE`` seconds after
-the stop ends it even if library code swallowed ``Stopped`` (Python's own "Exception ignored" report of it
-is not printed, ``_quiet_stops``) or hangs while it unwinds.
+the stop ends it even if library code swallowed ``Stopped`` or hangs while it unwinds.  A ``Stopped`` that
+Python itself swallows (raised in a fork hook or a finaliser) is raised again at once (``_raised_again``).
 """
 from __future__ import annotations
 
@@ -203,9 +203,8 @@ def run_command(argv: list[str], ends_process: bool = False) -> int:
 
     cpu = threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGXCPU")
     old = signal.signal(signal.SIGXCPU, cpu_limit) if cpu else None
-    unraisable = sys.unraisablehook
-    if ends_process:
-        sys.unraisablehook = _quiet_stops(unraisable)
+    unraisable, alarm = sys.unraisablehook, signal.getsignal(signal.SIGALRM) if cpu else None
+    sys.unraisablehook = _raised_again(unraisable, stop)
     try:
         outputs_apart(args)
         with Timeout(seconds, stop):
@@ -228,16 +227,22 @@ def run_command(argv: list[str], ends_process: bool = False) -> int:
         sys.unraisablehook = unraisable
         if cpu and signal.getsignal(signal.SIGXCPU) is cpu_limit:      # not reached: as it was
             signal.signal(signal.SIGXCPU, old)
+        if cpu and not ends_process:
+            signal.signal(signal.SIGALRM, alarm)
 
 
-def _quiet_stops(hook):
-    """``sys.unraisablehook`` that prints nothing for ``Stopped``: where a stop lands in code whose exceptions
-    Python cannot propagate (a fork hook, a finaliser), it prints "Exception ignored" with a traceback and
-    goes on; the stop's last resort (``_stopper``) then ends the command ``GRACE`` later with its one line."""
-    def quiet(unraisable):
+def _raised_again(hook, stop):
+    """``sys.unraisablehook`` while a command runs: where a stop lands in code whose exceptions Python cannot
+    propagate (a fork hook, a finaliser), Python would print "Exception ignored" with a traceback and go on
+    computing until the guard kills the process (in process: the caller's).  Such a ``Stopped`` is not
+    printed; an alarm 1 ms later raises it again (``stop``) where it propagates.  Anything else: ``hook``."""
+    def again(unraisable):
         if not isinstance(unraisable.exc_value, Stopped):
-            hook(unraisable)
-    return quiet
+            return hook(unraisable)
+        why = str(unraisable.exc_value)
+        signal.signal(signal.SIGALRM, lambda signum, frame: stop(why))
+        signal.setitimer(signal.ITIMER_REAL, 0.001)
+    return again
 
 
 class Timeout:
