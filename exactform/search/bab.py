@@ -58,6 +58,11 @@ def per_worker(context: bytes, build):
     return _BUILT[digest]
 
 
+def corners(cube: list) -> tuple[np.ndarray, np.ndarray]:
+    """The exact cube's lower and upper corners in floating point."""
+    return tuple(np.array([float(v) for v in e]) for e in zip(*cube))
+
+
 def widest(lo: np.ndarray, hi: np.ndarray, width0: np.ndarray) -> list:
     """The coordinates, widest relative to the box first.  (The LP's dual weight on the box rows, the rule
     before the leaves had back-substitutions, left ACAS Xu 3_1 prop_3 open after 60 s and 249 leaves;
@@ -78,9 +83,10 @@ def bisect(cube: list, coordinates: list, assess, bound, top: float | None = Non
     if len(coordinates) == 1:
         return coordinates[0], parts(coordinates[0], mid[coordinates[0]]), (None, None)
     assessed = {i: [assess(part) for part in parts(i, mid[i])] for i in coordinates}
-    i = lookahead(coordinates, lambda i: [bound(a) for a in assessed[i]], top)
+    bounds = {i: [bound(a) for a in assessed[i]] for i in coordinates}
+    i = lookahead(coordinates, bounds.__getitem__, top)
     c, ahead = mid[i], tuple(assessed[i])
-    closed = [bound(a) < -MARGIN for a in ahead]
+    closed = [b < -MARGIN for b in bounds[i]]
     if closed[0] != closed[1]:
         side = 0 if closed[0] else 1                  # the closed part: below (0) or above (1) the cut
         step = (cube[i][1 - side] - c) / 2

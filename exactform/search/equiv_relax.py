@@ -24,7 +24,7 @@ import numpy as np
 
 from ..checker.reader import ONE, combine
 from ..checker.relax import LeafRows, pairs, through
-from .bab import LOOKAHEAD, MARGIN, ONE_THREAD, bisect, expand, widest
+from .bab import LOOKAHEAD, MARGIN, ONE_THREAD, bisect, corners, expand, widest
 from .relaxation import Relaxation
 from .tree import affine_text, sparse_text, tighten_text
 
@@ -101,7 +101,7 @@ class Relaxed:
                 progress(0, v)
             slot[n] = leaf
             return []
-        lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
+        lo, hi = corners(cube)
         near = Fraction(0)
         for x in ([worst] if worst is not None else []) + [(lo + hi) / 2]:
             near = max(near, self._gap(x, cube))
@@ -128,7 +128,7 @@ class Relaxed:
         whose bound is not, that bound ``top``, the corner ``worst`` where it is largest and ``spread``
         (per coordinate, |coefficient| × width in its direct bound); ``top`` None when every atom has a plan."""
         p = self.p
-        lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
+        lo, hi = corners(cube)
         bounds = p.bounds(lo, hi, tighten=True)
         plans = []
         for j in range(len(p.forms)):

@@ -34,7 +34,7 @@ from ..checker.relax import LeafRows, gap_signs, infeasible
 from ..checker.verify_cert import CLAIM, KIND, loosened, statement
 from ..checker.vnnlib import rows
 from ..numbers import format_rational
-from .bab import LOOKAHEAD, MARGIN, ONE_THREAD, Deadline, bisect, expand, past, per_worker, widest
+from .bab import LOOKAHEAD, MARGIN, ONE_THREAD, Deadline, bisect, corners, expand, past, per_worker, widest
 from .exact_leaf import first_relaxed, leaf_lp
 from .relaxation import Relaxation
 from .tree import document, sparse_text, tighten_text
@@ -143,7 +143,7 @@ class Search:
         """Random points, then finite-difference ascent of the least atom from the best few, each point's step
         halved where it finds nothing better.  (ACAS Xu 1_2 and 1_6 prop_2: no violation among 512 random
         points and none by the ascent from them, in 0.4 s; among 4,096 the ascent finds one in 0.2 s.)"""
-        lo, hi = (np.array([float(v) for v in e]) for e in zip(*p.cube))
+        lo, hi = corners(p.cube)
         X = lo + (hi - lo) * self.rng.random((samples, p.d))
         m = p.margin(X)
         best = np.argsort(-m)[:8]
@@ -186,7 +186,7 @@ class Search:
         split (a bisection's halves carry the float bounds the look-ahead computed for them), None when it
         decides the search.  A cell the floats leave undecided (the LP's optimum within ``MARGIN`` of 0, no LP,
         a cell too narrow to bisect, or a relaxation without an unstable node) is decided exactly (``_decide``)."""
-        lo, hi = (np.array([float(v) for v in e]) for e in zip(*cube))
+        lo, hi = corners(cube)
         signs = gap_signs(p.F, cuts)
         bounds = bounds or p.bounds(lo, hi, tighten=True, signs=signs)
         exact = None                       # the leaf's rows with its back-substitutions, built when first tried
@@ -236,8 +236,8 @@ class Search:
             return None
         relative = (hi - lo) / np.where(width0 > 0, width0, 1)
         candidates = [i for i in wide[:LOOKAHEAD] if relative[i] * ASPECT >= relative[wide[0]]]
-        i, (below, above), ahead = bisect(cube, candidates, lambda half: p.bounds(
-            *(np.array([float(v) for v in e]) for e in zip(*half)), tighten=True, signs=signs), lambda b: p.least_plan(b)[0], top)
+        i, (below, above), ahead = bisect(cube, candidates, lambda half: p.bounds(*corners(half), tighten=True, signs=signs),
+                                          lambda b: p.least_plan(b)[0], top)
         node.update(split=i, at=format_rational(below[i][1]), children=[{}, {}])
         return [(below, node["children"][0], cuts, ahead[0]), (above, node["children"][1], cuts, ahead[1])]
 
