@@ -233,7 +233,19 @@ def test_the_checker_is_standard_library_only():
     imported |= {n.module or "" for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) and n.level == 0}
     assert imported <= {"__future__", "fractions"}
     relative = {n.module for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) and n.level}
-    assert relative == {"cost", "forms", "reader", "relax"}
+    assert relative == {"cost", "forms", "reader", "relax", "splits"}
+
+
+
+def test_one_reader_of_the_split_records_for_v1_and_e1():
+    """Both checkers read a coordinate split and an affine split through ``checker.splits``; neither reads a
+    split's ``at`` itself."""
+    for name in ("equiv", "verify_cert"):
+        tree = ast.parse((ROOT / "exactform" / "checker" / f"{name}.py").read_text())
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "splits" for a in n.names}
+        assert {"coordinate", "covering", "is_coordinate"} <= names, (name, names)
+        reads = [n for n in ast.walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant)]
+        assert not [n for n in reads if n.slice.value == "at"], name
 
 
 # --- the command -----------------------------------------------------------------------------------

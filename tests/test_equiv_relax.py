@@ -128,6 +128,45 @@ def test_acas_against_float16_on_a_property_region(acas_proved):
         check_equiv.check(exact, "c")
 
 
+def test_the_relaxed_search_writes_v1s_coordinate_split_and_the_checker_reads_it_by_v1s_rules():
+    """E1's relaxed tree cuts the box as V1's does, ``{"split": i, "at": c, "children": [below, above]}``
+    (``checker.splits``); the older affine record of the same cut (x_i − c, children [≥ 0, ≤ 0]) is the same
+    split; a cut outside the cell, halves swapped, an index past the inputs, a float ``at`` or a third child
+    are refused."""
+    a = relu_net(random.Random(1), [2, 8, 8], outputs=1)
+    b, box, eps = quantised(a, F(1, 16)), list(zip(a.domain.lower, a.domain.upper)), F(1453, 250)
+    outcome = compare(a.to_json(), b.to_json(), box, eps)
+    assert outcome.equal
+    cert = json.loads(json.dumps(certificate(a.to_json(), b.to_json(), box, eps, outcome.tree)))
+    tree = cert["claims"][0]["evidence"]["tree"]
+    splits = [n for n in _nodes(tree) if "split" in n]
+    assert splits and all(type(n["split"]) is int and set(n) == {"split", "at", "children"} for n in splits)
+    assert check_equiv.check(cert, "c")
+
+    affine = copy.deepcopy(cert)
+    for n in _nodes(affine["claims"][0]["evidence"]["tree"]):
+        if "split" in n:
+            i, c = n.pop("split"), F(n.pop("at"))
+            n["split"] = [str(F(int(j == i))) for j in range(len(box))] + [str(-c)]
+            n["children"] = n["children"][::-1]
+    assert check_equiv.check(affine, "c") == check_equiv.check(cert, "c")
+
+    def tampered(change):
+        bad = copy.deepcopy(cert)
+        change(next(n for n in _nodes(bad["claims"][0]["evidence"]["tree"]) if "split" in n))
+        return bad
+    i = splits[0]["split"]
+    with pytest.raises(Refuted, match="outside the cell"):
+        check_equiv.check(tampered(lambda n: n.__setitem__("at", str(box[i][1] + 1))), "c")
+    with pytest.raises(Refuted):
+        check_equiv.check(tampered(lambda n: n.__setitem__("children", n["children"][::-1])), "c")
+    for change, field in ((lambda n: n.__setitem__("split", len(box)), "split"),
+                          (lambda n: n.__setitem__("at", 0.25), "at"),
+                          (lambda n: n["children"].append({"relaxed": []}), "children")):
+        with pytest.raises(Malformed, match=field):
+            check_equiv.check(tampered(change), "c")
+
+
 def test_counterexample_beyond_tolerance_is_exact():
     """A copy rounded coarsely differs by more than ε somewhere: the point is exact and re-evaluates."""
     rng = random.Random(3)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .cost import MAX_WORK, Budget, LeafCost, beyond, bits, digits, named, node_count, weight
-from .forms import Forms, covering, key, negated, outputs, read_model
+from .forms import Forms, key, negated, outputs, read_model
 from .reader import (
     FORMAT,
     ONE,
@@ -26,6 +26,7 @@ from .reader import (
     row,
     Tally,
 )
+from .splits import cell_box, coordinate, coordinate_sides, covering, is_coordinate
 
 
 def evaluate(F: Forms, f: dict, memo: dict, decide) -> dict:
@@ -260,11 +261,17 @@ class _Tree:
             allowed = ("decide", "split", "children", "empty", "bound", "relaxed")
             if isinstance(node, dict) and "relaxed" in node:
                 allowed += ("tighten",)
+            if is_coordinate(node):
+                allowed += ("at",)
             node = fields(node, at, (), allowed)
             decided = dict(decided)
             for n, entry in enumerate(items(node.get("decide", []), f"{at}.decide")):
                 self.decide(entry, f"{at}.decide[{n}]", cons, decided)
-            if "split" in node:
+            if is_coordinate(node):  # the cell's constraints gain c − x_i ≥ 0 (below), x_i − c ≥ 0 (above)
+                i, c, children = coordinate(node, at, cell_box(self.cube, cons), self.name, ("decide",))
+                for (child, where), side in zip(children, coordinate_sides(i, c)):
+                    stack.append((child, where, cons + [(side, "ge")], decided))
+            elif "split" in node:
                 g = self.xform(node["split"], f"{at}.split")
                 for child, where, part in covering(g, node, at):
                     stack.append((child, where, cons + [part], decided))
@@ -328,7 +335,7 @@ class _Tree:
         infeasible on the leaf's box, naming no atom row but its own."""
         if not self.eps:
             raise Refuted(f"{self.name}: {at}: a relaxed leaf shows |A - B| < tolerance, and there is none")
-        from .relax import LeafRows, cell_box, infeasible, pairs, tightening  # relaxed leaves only
+        from .relax import LeafRows, infeasible, pairs, tightening
 
         F, eps = self.F, self.eps
         if self.related is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .cost import block_work, layer_work, readout_work
-from .reader import ONE, Malformed, combine, interval, items, read_maxout, read_transformer
+from .reader import ONE, combine, interval, read_maxout, read_transformer
 
 
 class Unsupported(ValueError):
@@ -244,16 +244,3 @@ def read_model(v, where, tally=None):
         return read_transformer(v, where, tally)
     return read_maxout(v, where, tally)
 
-
-def covering(g: dict, node: dict, at: str) -> list:
-    """``[(child, where, (form, kind))]`` of a split at g (E1, V1): g ≥ 0, g ≤ 0 or g > 0, g = 0, g < 0,
-    the cell covered (docs/spec.md §8 "Affine splits"; docs/equiv.md "Cells")."""
-    children = items(node.get("children"), f"{at}.children")
-    neg = negated(g)
-    if len(children) == 2:
-        parts = [(g, "ge"), (neg, "ge")]
-    elif len(children) == 3:
-        parts = [(g, "gt"), (g, "eq"), (neg, "gt")]
-    else:
-        raise Malformed(f"{at}.children: expected 2 (g ≥ 0, g ≤ 0) or 3 (g > 0, g = 0, g < 0)")
-    return [(c, f"{at}.children[{i}]", p) for i, (c, p) in enumerate(zip(children, parts))]

@@ -321,20 +321,6 @@ def node_bounds(F, cube: list, pairs: list = (), tighten=None) -> tuple[list, di
     return bounds, gaps, dfns, hinges
 
 
-def cell_box(cube: list, cons: list) -> list:
-    """The box cut by the cell's constraints on one coordinate (``a·x_i + c ≥ 0`` or ``> 0``): a box
-    containing the cell."""
-    cube = list(cube)
-    for g, _ in cons:
-        xs = [k for k in g if k != ONE]
-        if len(xs) == 1:
-            i, a = xs[0], g[xs[0]]
-            at = -g.get(ONE, Fraction(0)) / a
-            lo, hi = cube[i]
-            cube[i] = (max(lo, at), hi) if a > 0 else (lo, min(hi, at))
-    return cube
-
-
 def tightening(node: dict, at: str, F, related: list) -> dict:
     """A relaxed leaf's ``tighten`` entries ``[z, side]`` as ``{key: [side]}`` for ``LeafRows``: z a two-piece
     max node's variable and side 0 or 1 (its gap's lower or upper bound), or z the second node of a pair

@@ -18,9 +18,10 @@ import json
 from fractions import Fraction
 
 from .cost import MAX_WORK, ROW, WALK_WORK, Budget, LeafCost, beyond, bits, digits, named, weight
-from .forms import Forms, covering, outputs, read_model
+from .forms import Forms, outputs, read_model
 from . import vnnlib
 from .relax import LeafRows, gap_signs, infeasible, tightening
+from .splits import coordinate, covering, halves, is_coordinate
 from .reader import (
     FORMAT,
     ONE,
@@ -318,19 +319,9 @@ def check(cert: dict, name: str, net_file=None, property_file=None, limit: int =
         stack = [(tree, f"trees[{k}]", cube, [])]
         while stack:
             node, at, leaf_box, cuts = stack.pop()
-            if "split" in node and type(node["split"]) is int:  # at a coordinate: the box's halves
-                fields(node, at, ("split", "at", "children"))
-                i = integer(node["split"], f"{at}.split", 0, d - 1)
-                c = rational(node["at"], f"{at}.at")
-                lo, hi = leaf_box[i]
-                if not lo <= c <= hi:
-                    raise Refuted(f"{name}: {at}: the split x_{i} = {c} is outside the cell's [{lo}, {hi}]")
-                below, above = list(leaf_box), list(leaf_box)
-                below[i], above[i] = (lo, c), (c, hi)
-                stack += [
-                    (node["children"][0], f"{at}.children[0]", below, cuts),
-                    (node["children"][1], f"{at}.children[1]", above, cuts),
-                ]
+            if is_coordinate(node):  # the box's halves
+                i, c, children = coordinate(node, at, leaf_box, name)
+                stack += [(child, where, half, cuts) for (child, where), half in zip(children, halves(leaf_box, i, c))]
                 continue
             if "split" in node:  # at an affine row of the variables: its rows join the cell's
                 fields(node, at, ("split", "children"))

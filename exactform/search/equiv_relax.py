@@ -12,7 +12,7 @@ LP closed none of the 100 cells back-substitution left open, and is not solved).
 open atom's bound is largest and the cell centre are evaluated exactly (``exactform.models``): a point
 with ``|A − B|∞ > ε`` is the answer.  Floats only choose
 cells, witnesses and points; every leaf is closed by exact arithmetic (the certificate's check), and
-the tree is the E1 certificate's (docs/equiv.md: splits ``x_i − c``, leaves ``{"relaxed": ...}``).
+the tree is the E1 certificate's (docs/equiv.md: coordinate splits ``{"split": i, "at": c}``, ``checker.splits``; leaves ``{"relaxed": ...}``).
 A cell that stays open is handed back (``open``) for the exact cell search when |A − B|∞ at one of
 its points is at least ε/2 (a maximum near ε: the relaxation would split around it without end) or
 when it is narrower than ``MIN_WIDTH`` of the box on the side it would split."""
@@ -24,9 +24,11 @@ import numpy as np
 
 from ..checker.reader import ONE, combine
 from ..checker.relax import LeafRows, pairs, through
+from ..checker.splits import coordinate_sides
+from ..numbers import format_rational
 from .bab import LOOKAHEAD, MARGIN, ONE_THREAD, bisect, corners, expand, widest
 from .relaxation import Relaxation
-from .tree import affine_text, sparse_text, tighten_text
+from .tree import sparse_text, tighten_text
 
 MIN_WIDTH = 2.0 ** -16       # a cell this narrow (relative to the box) that the relaxation cannot close goes to the cell search
 
@@ -115,12 +117,12 @@ class Relaxed:
         i, (below, above), assessed = bisect(cube, wide[:LOOKAHEAD] if spread is not None else wide[:1], self._assess,
                                              lambda a: -np.inf if a[2] is None else a[2], top)
         c = above[i][0]
-        g = {i: Fraction(1), ONE: -c}
         children = [None, None]
-        slot[n] = {"split": affine_text(g, self.p.d), "children": children}
+        slot[n] = {"split": i, "at": format_rational(c), "children": children}
         self.splits += 1
-        return [(cons + [(g, "ge")], above, children, 0, assessed[1]),
-                (cons + [({i: Fraction(-1), ONE: c}, "ge")], below, children, 1, assessed[0])]
+        low, high = coordinate_sides(i, c)                 # the constraints the checker adds to each half's cell
+        return [(cons + [(high, "ge")], above, children, 1, assessed[1]),
+                (cons + [(low, "ge")], below, children, 0, assessed[0])]
 
     def _assess(self, cube: list) -> tuple:
         """``(bounds, plans, top, worst, spread)`` of a cell in floating point: the node bounds, and per atom
