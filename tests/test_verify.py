@@ -571,6 +571,40 @@ def test_a_run_of_two_piece_nodes_is_bounded_at_once_as_node_by_node():
         assert abs(vector.least_plan(one)[0] - single.least_plan(other)[0]) <= 1e-9
 
 
+def test_a_node_every_atom_reads_from_below_states_no_tightening():
+    """A last-layer ReLU that no node reads and every atom reads with a coefficient ≤ 0 enters an atom's
+    bound by z − p or z − q, rows that hold whatever its gap (``Relaxation.loose``): on ACAS Xu 1_2 prop_1
+    (one atom, Y_0 large) they are the last layer's nodes of read-out weight ≤ 0, no sub-box states their
+    gaps, and a cell whose atom bound is negative closes exactly without them."""
+    import numpy as np
+
+    from exactform.checker.relax import LeafRows
+    from exactform.commands.verify import network
+    from exactform.search.bab import MARGIN
+    from exactform.search.relaxation import Relaxation
+    from exactform.search.verify import Search, exact_disjuncts
+    root = Path(__file__).resolve().parents[1]
+    prop = read_property(root / "exactform/benchmarks/data/acasxu_vnnlib/prop_1.vnnlib")
+    search = Search(network(root / "data/acasxu/ACASXU_run2a_1_2_batch_2000.onnx", prop).to_json(), exact_disjuncts(prop))
+    p = Relaxation.of(search.model, *search.disjuncts[0])
+    read = {v for kind, data in p.F.nodes for piece in (data if kind == "max" else [f for pair in data for f in pair])
+            for v, _ in piece}
+    loose = p.loose()
+    assert loose and all(p.d + k not in read and p.forms[0].get(p.d + k, 0) <= 0 for k in loose)
+    assert {k for k in p.gaps if p.d + k not in read and p.forms[0].get(p.d + k, 0) < 0} <= loose
+    rng, closed = np.random.default_rng(7), 0
+    lo, hi = (np.array([float(v) for v in ends]) for ends in zip(*p.cube))
+    for _ in range(12):
+        a = lo + (hi - lo) * rng.random(5) * 15 / 16
+        cube = [(Fraction(u), Fraction(u) + (h - l) / 16) for u, (l, h) in zip(a.tolist(), p.cube)]
+        bounds = p.bounds(*(np.array([float(v) for v in ends]) for ends in zip(*cube)), tighten=True)
+        assert bounds[4] and not loose & set(bounds[4])
+        top, w, _ = p.least_plan(bounds)
+        if top < -MARGIN:
+            closed += p.witness(cube, w, LeafRows(p.F, cube, p.forms, p.pairs, bounds[4])) is not None
+    assert closed
+
+
 def test_a_rare_violation_is_found_by_the_attack(tmp_path):
     """ACAS Xu 1_2 prop_2 is violated on a small part of its box: none of 512 random points comes within
     0.001 of it.  The attack (4,096 points, then an ascent whose step each point halves on its own) finds a

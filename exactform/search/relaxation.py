@@ -176,16 +176,30 @@ class Relaxation:
         """``{key: (lo, hi)}`` for the two-piece nodes of ``run`` (key k: g = p − q) and the
         pairs whose second node is in it (key ``("h", n)``: h = δ_0 − δ_1), by ``substituted`` (the rest at
         the variables' bounds): ``LeafRows.backsubstituted`` in floating point, a guide to the sides worth stating."""
-        P = self._depths()[1]
-        keys = [k for k in run.tolist() if k in self.gaps] + [("h", self.diffs[k][0]) for k in run.tolist() if k in self.diffs]
+        P, loose = self._depths()[1], self.loose()
+        keys = [k for k in run.tolist() if k in self.gaps and k not in loose] + \
+            [("h", self.diffs[k][0]) for k in run.tolist() if k in self.diffs]
+        out = {k: (-np.inf, np.inf) for k in run.tolist() if k in loose}
         if not keys:
-            return {}
+            return out
         G = np.empty((2 * len(keys), P.shape[2]))
         for i, key in enumerate(keys):
             G[2 * i] = P[0, key] - P[1, key] if isinstance(key, int) else self.deltas[0, key[1]] - self.deltas[1, key[1]]
             G[2 * i + 1] = -G[2 * i]
         value = self.substituted(G, int(run[0]), L, U, gaps, hinges, cache=cache)
-        return {k: (-value[2 * i + 1], value[2 * i]) for i, k in enumerate(keys)}
+        return out | {k: (-value[2 * i + 1], value[2 * i]) for i, k in enumerate(keys)}
+
+    def loose(self) -> set:
+        """The two-piece nodes that no node reads, that no pair holds, and that every atom reads with a
+        coefficient ≤ 0: an atom's bound takes them from below, by a row z − p or z − q, which holds whatever
+        their gap, so a back-substitution of their gap is not stated (ACAS Xu prop_1: about half of the last
+        layer, each back-substituted through every layer before it)."""
+        if not hasattr(self, "loose_nodes"):
+            read = {v for _, parts in self.pieces for keys, _, _ in parts for v in keys.tolist()}
+            paired = {v for p in self.pairs for v in (p[0], p[2])}
+            self.loose_nodes = {k for k in self.gaps if self.d + k not in read | paired
+                                and all(f.get(self.d + k, 0) <= 0 for f in self.forms)}
+        return self.loose_nodes
 
     def substituted(self, G: np.ndarray, before: int, L: np.ndarray, U: np.ndarray, gaps: dict, hinges: dict,
                     W: np.ndarray | None = None, cache: dict | None = None) -> np.ndarray:
