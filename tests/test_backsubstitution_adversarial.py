@@ -294,8 +294,8 @@ def plain_backsubstitution(rows: LeafRows, f: tuple, sign: int) -> Fraction:
 @pytest.mark.parametrize("seed", range(3))
 def test_back_substitution_is_the_plain_rule(seed, monkeypatch):
     """``backsubstituted``'s integer paths (rows built in integers, inert nodes' entries skipped, rows cached per
-    node) give the plain rule's bound exactly, call by call, on a ReLU net against its quantised copy (pairs)
-    and on Maxout nets of odd weights."""
+    node) give the plain rule's bound exactly, call by call, on a ReLU net against its quantised copy (pairs), on
+    Maxout nets of odd weights, and on each net alone (V1: no pairs)."""
     rng = random.Random(20 + seed)
     a = relu_net(rng, [2, 8, 8, 6], outputs=2)
     b = odd_net(rng, [2, 5, 4], 2) if seed else random_net(rng, [2, 5, 4, 3], max_rank=3, outputs=2)
@@ -308,7 +308,7 @@ def test_back_substitution_is_the_plain_rule(seed, monkeypatch):
         return out
 
     monkeypatch.setattr(LeafRows, "backsubstituted", compared)
-    for Fm, related in (table(a, quantised(a, F(1, 5 + seed))), table(b, quantised(b, F(1, 3)))):
+    for Fm, related in (table(a, quantised(a, F(1, 5 + seed))), table(b, quantised(b, F(1, 3))), table(a), table(b)):
         box = Fm.bounds[:Fm.d]
         for cube in (box, sub_box(rng, box), sub_box(rng, box)):
             LeafRows(Fm, cube, [], related, every(Fm, related))
