@@ -12,6 +12,8 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ..checker.splits import halves
+
 MARGIN = 1e-9          # a float bound (an atom's, or −t* of the LP) above −MARGIN is not worth an exact attempt
 STRETCH = 3           # times a closing half is stretched toward an open one (``bisect``)
 LOOKAHEAD = 5          # split coordinates whose halves are bounded ahead (ACAS Xu 1_1 prop_3: 247 leaves → 33)
@@ -77,12 +79,10 @@ def bisect(cube: list, coordinates: list, assess, bound, top: float | None = Non
     own.  One coordinate is not assessed ahead.  Where one half closes and the other does not, the cut is moved
     toward the open side, halving the distance, while the larger part still closes (``STRETCH`` times at most):
     the part left open is smaller (its assessment then made when it is expanded)."""
-    def parts(i, c):
-        return cube[:i] + [(cube[i][0], c)] + cube[i + 1:], cube[:i] + [(c, cube[i][1])] + cube[i + 1:]
     mid = {i: (cube[i][0] + cube[i][1]) / 2 for i in coordinates}
     if len(coordinates) == 1:
-        return coordinates[0], parts(coordinates[0], mid[coordinates[0]]), (None, None)
-    assessed = {i: [assess(part) for part in parts(i, mid[i])] for i in coordinates}
+        return coordinates[0], halves(cube, coordinates[0], mid[coordinates[0]]), (None, None)
+    assessed = {i: [assess(part) for part in halves(cube, i, mid[i])] for i in coordinates}
     bounds = {i: [bound(a) for a in assessed[i]] for i in coordinates}
     i = lookahead(coordinates, bounds.__getitem__, top)
     c, ahead = mid[i], tuple(assessed[i])
@@ -93,9 +93,9 @@ def bisect(cube: list, coordinates: list, assess, bound, top: float | None = Non
         for _ in range(STRETCH):                      # the cut searched between the midpoint and the far end
             moved = c + step
             step /= 2
-            if bound(a := assess(parts(i, moved)[side])) < -MARGIN:
+            if bound(a := assess(halves(cube, i, moved)[side])) < -MARGIN:
                 c, ahead = moved, (a, None) if side == 0 else (None, a)
-    return i, parts(i, c), ahead
+    return i, halves(cube, i, c), ahead
 
 
 def lookahead(coordinates: list, bounded, top: float | None = None) -> int:

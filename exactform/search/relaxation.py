@@ -195,9 +195,9 @@ class Relaxation:
         their gap, so a back-substitution of their gap is not stated (ACAS Xu prop_1: about half of the last
         layer, each back-substituted through every layer before it)."""
         if not hasattr(self, "loose_nodes"):
-            read = {v for _, parts in self.pieces for keys, _, _ in parts for v in keys.tolist()}
-            paired = {v for p in self.pairs for v in (p[0], p[2])}
-            self.loose_nodes = {k for k in self.gaps if self.d + k not in read | paired
+            held = {v for _, parts in self.pieces for keys, _, _ in parts for v in keys.tolist()}
+            held |= {v for p in self.pairs for v in (p[0], p[2])}
+            self.loose_nodes = {k for k in self.gaps if self.d + k not in held
                                 and all(f.get(self.d + k, 0) <= 0 for f in self.forms)}
         return self.loose_nodes
 
