@@ -11,7 +11,7 @@ from fractions import Fraction
 
 from .reader import RATIONAL, Malformed
 
-MAX_WORK = 2 * 10**9  # V1, E1: weighted entries, about 9e6 a CPU second (ACAS Xu 1_1 vs float16 on φ1: 4.8e8)
+MAX_WORK = 2 * 10**9  # V1, E1: weighted entries, about 9e6 a CPU second (ACAS Xu 1_1 vs float16 on φ1, 44 leaves: 4.2e8)
 WALK_WORK = 12 * 10**7  # the walk (C1–C5): the MNIST CNN of docs/performance.md needs 7.8e7 (11 s)
 REFINE = 4  # refinements of a back-substitution's common denominator (relax.LeafRows.backsubstituted)
 FRACTION = 40  # per entry of a piece built into the node table: Fraction products, its bounds, its key

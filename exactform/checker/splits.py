@@ -4,8 +4,8 @@
 - A *coordinate split* ``{"split": i, "at": c, "children": [below, above]}`` cuts the cell's box at
   x_i = c, l_i ≤ c ≤ u_i: the closed halves x_i ≤ c and x_i ≥ c cover it (``coordinate``).
 - An *affine split* ``{"split": row, "children": [...]}`` covers the cell by the sides of g = row: two
-  children g ≥ 0, g ≤ 0, or three g > 0, g = 0, g < 0 (``covering``); g is read by the claim (V1: over the
-  lifted variables, E1: over x).
+  children g ≥ 0, g ≤ 0, or (E1 only: a hardmax tie set is a cell of its own) three g > 0, g = 0, g < 0
+  (``covering``); g is read by the claim (V1: over the lifted variables, E1: over x).
 
 The checker of each claim adds a child's side to its own cell (V1: the leaf box, or a row of the leaf;
 E1: a constraint of the cell, ``coordinate_sides``)."""

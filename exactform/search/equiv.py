@@ -1,7 +1,7 @@
 """Exact equivalence of two models on a box, by splitting the box into cells (claim E1).
 
 Both models are read as exact affine forms over the inputs and max / hardmax nodes
-(``exactform.checker.equiv``: the same semantics the checker verifies).  The difference A − B is
+(``exactform.checker.forms``, the node table the checker builds: the same semantics it verifies).  The difference A − B is
 evaluated on a cell, starting from the box; a node it needs whose choice (the winning piece, the
 argmax tokens) the cell does not fix, as decided by exact rational LP (``geometry.lp``), splits the
 cell by the hyperplane of two pieces (closed halves: a max is continuous) or two scores (g > 0,
