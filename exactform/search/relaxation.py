@@ -209,7 +209,8 @@ class Relaxation:
         node by ``top − z`` where the coefficient is positive, ``z − p`` or ``z − q`` (the piece larger on
         more of the gap's range) where it is negative; the rest at the variables' bounds.  ``W``: per form,
         the rows' multipliers (leaf layout) to which those of the rows added are added.  ``cache``: per run,
-        its nodes' rows (``{run: (first, top, low)}``), kept between calls while the gaps stay."""
+        its nodes' rows (``{run: (first, top, low)}``) and its pairs' (``{("pairs", run): (low, up)}``), kept
+        between calls while the gaps and hinges stay."""
         d = self.d
         earlier = [run_rows for run, run_rows in zip(self._depths()[0], self._run_rows()) if run[0] < before]
         for at, (paired, nodes) in reversed(list(enumerate(earlier))):
@@ -218,7 +219,12 @@ class Relaxation:
                 cd = ca / st[:, 0]
                 G[:, a] = 0
                 G[:, b] += cd * st[:, 1]
-                low, up = self.chords(n, D0, D1, hinges)
+                if cache is not None and ("pairs", at) in cache:
+                    low, up = cache["pairs", at]
+                else:
+                    low, up = self.chords(n, D0, D1, hinges)
+                    if cache is not None:
+                        cache["pairs", at] = low, up
                 pos, neg = np.maximum(cd, 0), np.minimum(cd, 0)
                 G[:, cols] += pos @ up + neg @ low
                 if W is not None:
