@@ -219,12 +219,7 @@ class Relaxation:
                 cd = ca / st[:, 0]
                 G[:, a] = 0
                 G[:, b] += cd * st[:, 1]
-                if cache is not None and ("pairs", at) in cache:
-                    low, up = cache["pairs", at]
-                else:
-                    low, up = self.chords(n, D0, D1, hinges)
-                    if cache is not None:
-                        cache["pairs", at] = low, up
+                low, up = _kept(cache, ("pairs", at), self.chords, n, D0, D1, hinges)
                 pos, neg = np.maximum(cd, 0), np.minimum(cd, 0)
                 G[:, cols] += pos @ up + neg @ low
                 if W is not None:
@@ -233,17 +228,7 @@ class Relaxation:
             if nodes is None or not (C := G[:, d + nodes[0]]).any():
                 continue
             R, cols, P0, P1, base = nodes
-            if cache is not None and at in cache:
-                first, top, low = cache[at]
-            else:
-                gl, gu = np.array([gaps[k] for k in R.tolist()]).T
-                lam = np.where(gl >= 0, 1.0, np.where(gu <= 0, 0.0, gu / np.where(gu > gl, gu - gl, 1)))
-                first = np.where(gl >= 0, True, np.where(gu <= 0, False, gu >= -gl))
-                top = lam[:, None] * P0 + (1 - lam)[:, None] * P1
-                top[:, -1] -= np.where((gl < 0) & (gu > 0), lam * gl, 0)
-                low = np.where(first[:, None], P0, P1)
-                if cache is not None:
-                    cache[at] = first, top, low
+            first, top, low = _kept(cache, at, _node_rows, [gaps[k] for k in R.tolist()], P0, P1)
             pos, neg = np.maximum(C, 0), np.minimum(C, 0)
             G[:, d + R] = 0
             G[:, cols] += pos @ top + neg @ low
@@ -547,6 +532,27 @@ def dyadic(multipliers: dict) -> dict:
         return {}
     scale = 2 ** (40 - math.frexp(top)[1])
     return {i: Fraction(n, scale) for i, q in multipliers.items() if q > top * 1e-12 and (n := round(q * scale)) > 0}
+
+
+def _kept(cache: dict | None, key, build, *args):
+    """``build(*args)``, kept in ``cache[key]`` for the next call (``cache`` None: built every time)."""
+    if cache is None:
+        return build(*args)
+    if key not in cache:
+        cache[key] = build(*args)
+    return cache[key]
+
+
+def _node_rows(gaps: list, P0: np.ndarray, P1: np.ndarray) -> tuple:
+    """``(first, top, low)`` of a run's two-piece nodes (their gaps' bounds ``[(gl, gu)]``, their pieces'
+    rows P0, P1): whether the first piece is the lower row's, the top row (the chord of an open gap,
+    else the piece it fixes) and the lower row, as ``substituted`` reads them."""
+    gl, gu = np.array(gaps).T
+    lam = np.where(gl >= 0, 1.0, np.where(gu <= 0, 0.0, gu / np.where(gu > gl, gu - gl, 1)))
+    first = np.where(gl >= 0, True, np.where(gu <= 0, False, gu >= -gl))
+    top = lam[:, None] * P0 + (1 - lam)[:, None] * P1
+    top[:, -1] -= np.where((gl < 0) & (gu > 0), lam * gl, 0)
+    return first, top, np.where(first[:, None], P0, P1)
 
 
 def _met(key, lo: float, hi: float, shown: dict, tight: dict) -> tuple[float, float]:
